@@ -1,0 +1,69 @@
+# pyperf-bpf build.  `make` builds ./pyperf-bpf; `make test` runs every test;
+# `make bench` measures the sampler's cost; `make install` puts it on PATH.
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PYTHON ?= /usr/bin/python3
+PREFIX ?= /usr/local
+BUILD := build
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Ibpf -Iuser -I$(BUILD)
+LDLIBS := -lbpf -lelf -lz
+
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Wno-unused-function
+
+USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out tests/unit/linetable_check.c,$(wildcard tests/unit/test_*.c)))
+
+.PHONY: all clean test unit e2e bench install deps
+all: pyperf-bpf
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(BUILD)
+	$(BPFTOOL) btf dump file $${PYPERF_VMLINUX_BTF:-/sys/kernel/btf/vmlinux} format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c bpf/pyperf.h $(BUILD)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o
+	$(BPFTOOL) gen skeleton $< name pyperf_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.skel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+pyperf-bpf: $(BUILD)/user/main.o $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(USER_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/linetable_check: tests/unit/linetable_check.c $(BUILD)/user/linetable.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@
+
+unit: $(UNIT_TESTS) $(BUILD)/tests/linetable_check
+	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+deps:
+	scripts/setup --deps
+
+# deps first, in its own make run, so a fresh machine gets clang and libbpf
+# before anything is compiled
+test:
+	scripts/setup --deps
+	$(MAKE) pyperf-bpf unit
+	$(PYTHON) -m pytest -q -ra tests
+
+bench: pyperf-bpf
+	scripts/bench
+
+install: pyperf-bpf
+	install -D -m 0755 pyperf-bpf $(DESTDIR)$(PREFIX)/bin/pyperf-bpf
+
+clean:
+	rm -rf $(BUILD) pyperf-bpf

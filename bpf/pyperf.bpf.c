@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* pyperf.bpf.c - the in-kernel half of pyperf-bpf.
+ *
+ * A perf_event program (software cpu-clock, one per CPU) runs on every sample:
+ *
+ *   filter    is this process profiled, and do we know its interpreter?
+ *   collect   find the thread's PyThreadState by matching its pthread id with
+ *             the thread's FS base, then walk the frame chain with bpf_loop,
+ *             keeping (code object, instruction offset, first line) per frame;
+ *   aggregate hash the frames and add one to counts[active][pid, tid, hash].
+ *             A key new to that map is also sent once on the ring buffer so
+ *             the loader can name its code objects while the process lives.
+ *
+ * Processes are classified lazily: a process that runs but is in neither
+ * `procs` nor `skip` is announced (EV_NEW_PID) and the loader decides.  Three
+ * raw tracepoints keep that state honest: exec and fork reset a pid, exit tells
+ * the loader.  Nothing is sent per sample; the loader drains counts maps.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "pyperf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define EEXIST 17
+#define NEW_PID_RETRY_NS (50ULL * 1000 * 1000)   /* re-announce an unclassified pid */
+#define NO_TSTATE_RETRY_NS (500ULL * 1000 * 1000) /* re-walk threads for a native thread */
+
+/* Only sample processes in `targets` (-p, or a command and its children). */
+const volatile bool filter_targets = false;
+
+/* Which of the two counts maps the sampler fills; the loader flips it. */
+__u32 active = 0;
+
+/* tgid -> interpreter address and offsets; written by the loader */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct proc_info);
+} procs SEC(".maps");
+
+/* tgid -> 1 for the processes to profile when filter_targets is set */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* tgid -> not (yet) a known Python process: when to announce it again */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct skip_info);
+} skip SEC(".maps");
+
+/* tid -> its PyThreadState (0: none, re-checked after NO_TSTATE_RETRY_NS) */
+struct tstate_cache {
+	__u32 tgid;
+	__u32 pad;
+	__u64 tstate;
+	__u64 stamp_ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct tstate_cache);
+} tcache SEC(".maps");
+
+/* stack key -> samples; two maps, one filled while the loader drains the other */
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PYPERF_COUNTS_ENTRIES);
+	__type(key, struct stack_key);
+	__type(value, __u64);
+} counts0 SEC(".maps"), counts1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+} counts SEC(".maps") = {
+	.values = { &counts0, &counts1 },
+};
+
+/* new stacks and process events for the loader */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* per-CPU scratch: the stack being built and one frame's bytes */
+struct scratch {
+	struct ev_stack ev;
+	__u8 frame_buf[PYPERF_FRAME_READ_MAX + 8];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+/* enum stat_idx -> count, per CPU */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __u64 read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+static __always_inline bool is_profiled(__u32 tgid)
+{
+	return !filter_targets || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+/* A process we cannot sample yet: ask the loader, at most every 50 ms (the
+ * loader may push retry_after further out for processes that are not Python). */
+static __always_inline void announce_unknown(__u32 tgid)
+{
+	struct skip_info *s = bpf_map_lookup_elem(&skip, &tgid);
+	__u64 now = bpf_ktime_get_ns();
+	struct skip_info next = { .retry_after_ns = now + NEW_PID_RETRY_NS };
+	struct ev_header ev = { .kind = EV_NEW_PID, .pid = tgid };
+
+	if (s && now < s->retry_after_ns)
+		return;
+	bpf_map_update_elem(&skip, &tgid, &next, BPF_ANY);
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0)
+		stat_inc(STAT_NEW_PID_EVENTS);
+}
+
+/* ---- finding the thread's PyThreadState ---- */
+
+struct thread_walk {
+	__u64 tstate;
+	__u64 want;               /* pthread id == FS base of the thread */
+	__u16 next_off, id_off;
+	__u64 found;
+};
+
+static long thread_step(__u32 i, struct thread_walk *w)
+{
+	if (!w->tstate)
+		return 1;
+	if (read_ptr(w->tstate + w->id_off) == w->want) {
+		w->found = w->tstate;
+		return 1;
+	}
+	w->tstate = read_ptr(w->tstate + w->next_off);
+	return 0;
+}
+
+static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, __u32 tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fsbase = task->thread.fsbase;
+	const struct py_offsets *o = &p->off;
+	struct tstate_cache *c = bpf_map_lookup_elem(&tcache, &tid);
+	__u64 now = bpf_ktime_get_ns();
+	struct tstate_cache fresh = { .tgid = tgid, .stamp_ns = now };
+	struct thread_walk w = { .want = fsbase, .next_off = o->tstate_next,
+				 .id_off = o->tstate_thread_id };
+	__u64 interp;
+
+	if (c && c->tgid == tgid) {
+		if (c->tstate && read_ptr(c->tstate + o->tstate_thread_id) == fsbase)
+			return c->tstate;
+		if (!c->tstate && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
+			return 0;
+	}
+	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
+	if (interp) {
+		w.tstate = read_ptr(interp + o->interp_threads_head);
+		bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
+	}
+	fresh.tstate = w.found;
+	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
+	return w.found;
+}
+
+/* ---- walking the frames ---- */
+
+struct frame_walk {
+	struct scratch *s;
+	const struct py_offsets *o;
+	__u64 frame;
+	__u64 hash;
+	__u32 n;
+	__u32 flags;
+	__u32 read_len;
+};
+
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 31);
+}
+
+static __always_inline __u64 buf_u64(const __u8 *buf, __u16 off)
+{
+	return *(const __u64 *)(buf + (off & (PYPERF_FRAME_READ_MAX - 1)));
+}
+
+static long frame_step(__u32 i, struct frame_walk *w)
+{
+	const struct py_offsets *o = w->o;
+	__u8 *buf = w->s->frame_buf;
+	__u64 code, instr_raw;
+	__u32 instr, check = 0, n = w->n, len = w->read_len;
+	struct py_frame *f;
+
+	if (!w->frame)
+		return 1;
+	if (n >= PYPERF_MAX_FRAMES) {
+		w->flags |= STACK_TRUNCATED;
+		return 1;
+	}
+	if (len > PYPERF_FRAME_READ_MAX)
+		len = PYPERF_FRAME_READ_MAX;
+	if (bpf_probe_read_user(buf, len, (void *)w->frame)) {
+		w->flags |= STACK_BAD_READ;
+		return 1;
+	}
+	code = buf_u64(buf, o->frame_code);
+	w->frame = buf_u64(buf, o->frame_back);
+	if (o->frame_owner != PYPERF_NO_OFFSET &&
+	    buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)] == o->owner_cstack)
+		return 0; /* a C-stack shim frame: not Python code */
+	if (!code)
+		return 0;
+	instr_raw = buf_u64(buf, o->frame_instr);
+	if (o->instr_kind == INSTR_POINTER)
+		instr = (__u32)(instr_raw - (code + o->code_adaptive));
+	else if (o->instr_kind == INSTR_LASTI_UNITS)
+		instr = (__s32)instr_raw < 0 ? (__u32)-1 : (__u32)instr_raw * 2;
+	else
+		instr = (__u32)instr_raw;
+	bpf_probe_read_user(&check, sizeof(check), (void *)(code + o->code_firstlineno));
+
+	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
+	f->code = code;
+	f->instr = instr;
+	f->check = check;
+	w->hash = mix(mix(w->hash, code), ((__u64)check << 32) | instr);
+	w->n = n + 1;
+	return 0;
+}
+
+/* first Python frame of the thread, or 0 */
+static __always_inline __u64 top_frame(__u64 tstate, const struct py_offsets *o)
+{
+	__u64 f = read_ptr(tstate + o->tstate_frame);
+
+	if (f && o->cframe_current_frame != PYPERF_NO_OFFSET)
+		f = read_ptr(f + o->cframe_current_frame);
+	return f;
+}
+
+static __always_inline __u32 frame_read_len(const struct py_offsets *o)
+{
+	__u32 m = o->frame_back;
+
+	if (o->frame_code > m)
+		m = o->frame_code;
+	if (o->frame_instr > m)
+		m = o->frame_instr;
+	m += 8;
+	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1 > m)
+		m = o->frame_owner + 1;
+	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
+}
+
+/* add one sample of this stack; announce the stack when the key is new */
+static __always_inline void count_stack(struct scratch *s, struct stack_key *key)
+{
+	__u32 idx = active & 1;
+	void *m = bpf_map_lookup_elem(&counts, &idx);
+	__u64 one = 1, *v, size;
+	long err;
+
+	if (!m)
+		return;
+	v = bpf_map_lookup_elem(m, key);
+	if (v) {
+		__sync_fetch_and_add(v, 1);
+		stat_inc(STAT_STACKS);
+		return;
+	}
+	size = EV_STACK_HDR_SIZE + (__u64)(s->ev.nframes & (PYPERF_MAX_FRAMES * 2 - 1)) *
+					   sizeof(struct py_frame);
+	if (size > sizeof(s->ev))
+		size = sizeof(s->ev);
+	if (bpf_ringbuf_output(&events, &s->ev, size, 0)) {
+		stat_inc(STAT_RINGBUF_FULL);
+		return;
+	}
+	err = bpf_map_update_elem(m, key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		v = bpf_map_lookup_elem(m, key);
+		if (v)
+			__sync_fetch_and_add(v, 1);
+	} else if (err) {
+		stat_inc(STAT_MAP_FULL);
+		return;
+	}
+	stat_inc(STAT_STACKS);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct proc_info *p;
+	struct scratch *s;
+	struct frame_walk w = {};
+	struct stack_key key;
+	__u64 tstate;
+
+	if (!tgid || !is_profiled(tgid))
+		return 0;
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p) {
+		if (bpf_get_current_task_btf()->mm) /* kernel threads are never Python */
+			announce_unknown(tgid);
+		return 0;
+	}
+	stat_inc(STAT_SAMPLES);
+	tstate = find_tstate(p, tgid, tid);
+	if (!tstate) {
+		stat_inc(STAT_NO_TSTATE);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&scratch_map, &zero);
+	if (!s)
+		return 0;
+	w.s = s;
+	w.o = &p->off;
+	w.frame = top_frame(tstate, &p->off);
+	w.hash = mix(0x5eed, tgid);
+	w.read_len = frame_read_len(&p->off);
+	if (!w.frame) {
+		stat_inc(STAT_NO_FRAMES);
+		return 0;
+	}
+	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, &w, 0);
+	if (w.frame && !(w.flags & STACK_BAD_READ))
+		w.flags |= STACK_TRUNCATED;
+	if (w.flags & STACK_TRUNCATED)
+		stat_inc(STAT_TRUNCATED);
+	if (w.flags & STACK_BAD_READ)
+		stat_inc(STAT_BAD_READ);
+	if (!w.n) {
+		stat_inc(STAT_NO_FRAMES);
+		return 0;
+	}
+
+	s->ev.kind = EV_STACK;
+	s->ev.pid = tgid;
+	s->ev.tid = tid;
+	s->ev.nframes = w.n;
+	s->ev.flags = w.flags;
+	s->ev.gen = p->gen;
+	s->ev.hash = mix(mix(w.hash, w.n), w.flags);
+	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
+	key.pid = tgid;
+	key.tid = tid;
+	key.gen = p->gen;
+	key.pad = 0;
+	key.hash = s->ev.hash;
+	count_stack(s, &key);
+	return 0;
+}
+
+/* ---- process lifecycle ---- */
+
+static __always_inline void send_event(__u32 kind, __u32 pid)
+{
+	struct ev_header ev = { .kind = kind, .pid = pid };
+
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+}
+
+/* a new program: whatever we knew about this pid is stale */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = task->tgid;
+
+	if (!is_profiled(tgid))
+		return 0;
+	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&skip, &tgid);
+	send_event(EV_EXEC, tgid);
+	return 0;
+}
+
+/* a new process: starts unclassified; children of targets are targets */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (child->pid != ctgid)
+		return 0; /* a new thread, not a new process */
+	bpf_map_delete_elem(&procs, &ctgid);
+	bpf_map_delete_elem(&skip, &ctgid);
+	if (filter_targets && bpf_map_lookup_elem(&targets, &ptgid))
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (task->pid != tgid || !is_profiled(tgid))
+		return 0;
+	if (bpf_map_lookup_elem(&procs, &tgid))
+		send_event(EV_EXIT, tgid);
+	bpf_map_delete_elem(&procs, &tgid);
+	return 0;
+}

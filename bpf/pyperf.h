@@ -1,0 +1,147 @@
+/* pyperf.h - the structures the BPF sampler and the user-space loader share.
+ *
+ * One sample travels like this: the perf_event program (pyperf.bpf.c) finds the
+ * interrupted thread's PyThreadState, walks its frame chain into a `struct
+ * py_stack`, hashes it, and adds one to `counts[active]` under a `struct
+ * stack_key`.  The first time a key appears in the current map it also sends the
+ * whole stack to user space on the ring buffer (`struct ev_stack`), so the
+ * loader can name the code objects while the process is still alive.  The loader
+ * flips `active`, drains the other map, and joins counts with stacks by key.
+ *
+ * This header is compiled by clang for BPF (vmlinux.h types) and by the C
+ * compiler for user space (<linux/types.h>), so it uses only the kernel's
+ * fixed-width __uN types.
+ */
+#ifndef PYPERF_H
+#define PYPERF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PYPERF_MAX_FRAMES 1024   /* Python frames kept per sample (leaf side) */
+#define PYPERF_MAX_THREADS 4096  /* PyThreadState list walk bound */
+#define PYPERF_COUNTS_ENTRIES 32768
+#define PYPERF_COMM_LEN 16
+#define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
+#define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
+
+/* How a frame says where it is in its code. */
+enum py_instr_kind {
+	INSTR_LASTI_BYTES = 0, /* int f_lasti, byte offset (3.8, 3.9) */
+	INSTR_LASTI_UNITS = 1, /* int f_lasti, 2-byte code units (3.10) */
+	INSTR_POINTER = 2,     /* _Py_CODEUNIT *prev_instr / instr_ptr (3.11+) */
+};
+
+/* Struct offsets for one CPython layout.  Everything the BPF walk needs, plus
+ * what the loader needs to read code objects.  PYPERF_NO_OFFSET marks a field
+ * the version does not have. */
+struct py_offsets {
+	/* _PyRuntimeState -> first interpreter */
+	__u16 runtime_interp_head;
+	/* PyInterpreterState */
+	__u16 interp_threads_head;
+	/* PyThreadState */
+	__u16 tstate_next;
+	__u16 tstate_thread_id;      /* pthread_self() of the thread */
+	__u16 tstate_frame;          /* ->frame / ->cframe / ->current_frame */
+	__u16 cframe_current_frame;  /* _PyCFrame.current_frame (3.11, 3.12) */
+	/* PyFrameObject (<= 3.10) or _PyInterpreterFrame (3.11+) */
+	__u16 frame_back;
+	__u16 frame_code;
+	__u16 frame_instr;
+	__u16 frame_owner;           /* char owner (3.12+) */
+	__u8 instr_kind;             /* enum py_instr_kind */
+	__u8 owner_cstack;           /* owner value of C-stack shim frames, 0xff none */
+	/* PyCodeObject */
+	__u16 code_firstlineno;
+	__u16 code_adaptive;         /* co_code_adaptive (3.11+) */
+	__u16 code_filename;
+	__u16 code_name;
+	__u16 code_qualname;         /* 3.11+ */
+	__u16 code_linetable;        /* co_lnotab (3.8, 3.9) or co_linetable */
+	__u8 linetable_kind;         /* enum py_linetable_kind, see linetable.h */
+	__u8 pad0;
+	/* str and bytes objects */
+	__u16 unicode_state;
+	__u16 unicode_length;
+	__u16 unicode_ascii_size;    /* sizeof(PyASCIIObject) */
+	__u16 unicode_compact_size;  /* sizeof(PyCompactUnicodeObject) */
+	__u16 bytes_size;            /* ob_size */
+	__u16 bytes_sval;            /* ob_sval */
+};
+
+/* Per-process configuration, key: tgid. Written by the loader. */
+struct proc_info {
+	__u64 runtime_addr;          /* &_PyRuntime in the target */
+	__u32 gen;                   /* loader's id for this process image (pid reuse, exec) */
+	__u32 pad;
+	struct py_offsets off;
+};
+
+/* One Python frame as the sampler sees it: compact, names come later. */
+struct py_frame {
+	__u64 code;                  /* PyCodeObject address */
+	__u32 instr;                 /* byte offset of the instruction in the code */
+	__u32 check;                 /* co_firstlineno: guards against address reuse */
+};
+
+/* stack flags */
+#define STACK_TRUNCATED 1u       /* frames above PYPERF_MAX_FRAMES were cut (root side) */
+#define STACK_BAD_READ 2u        /* walk stopped on an unreadable frame */
+
+struct stack_key {
+	__u32 pid;                   /* tgid */
+	__u32 tid;
+	__u32 gen;                   /* proc_info.gen when sampled */
+	__u32 pad;
+	__u64 hash;                  /* of pid, nframes, flags and frames */
+};
+
+/* Ring buffer records. */
+enum ev_kind {
+	EV_STACK = 1,    /* a stack key first seen in the active counts map */
+	EV_NEW_PID = 2,  /* a process not yet classified ran on a CPU */
+	EV_EXEC = 3,     /* a process exec'ed a new program */
+	EV_EXIT = 4,     /* a process exited */
+};
+
+struct ev_header {
+	__u32 kind;
+	__u32 pid;
+};
+
+struct ev_stack {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u32 nframes;
+	__u64 hash;
+	__u32 gen;
+	__u32 flags;
+	char comm[PYPERF_COMM_LEN];  /* thread name */
+	struct py_frame frames[PYPERF_MAX_FRAMES]; /* only nframes are sent, leaf first */
+};
+
+#define EV_STACK_HDR_SIZE (sizeof(struct ev_stack) - sizeof(struct py_frame) * PYPERF_MAX_FRAMES)
+
+/* Counters kept per CPU by the sampler (index into the `stats` map). */
+enum stat_idx {
+	STAT_SAMPLES,         /* perf events seen in profiled processes */
+	STAT_STACKS,          /* samples counted into a stack */
+	STAT_NO_TSTATE,       /* thread has no PyThreadState (native thread) */
+	STAT_NO_FRAMES,       /* PyThreadState has no Python frame */
+	STAT_MAP_FULL,        /* counts map full: sample dropped */
+	STAT_RINGBUF_FULL,    /* could not announce a new stack: sample dropped */
+	STAT_TRUNCATED,       /* stacks deeper than PYPERF_MAX_FRAMES */
+	STAT_BAD_READ,        /* frame walk hit unreadable memory */
+	STAT_NEW_PID_EVENTS,  /* unclassified process announcements */
+	STAT_NR,
+};
+
+/* Value of the `skip` map: until when a non-Python pid is not announced again. */
+struct skip_info {
+	__u64 retry_after_ns;
+};
+
+#endif /* PYPERF_H */

@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""gen_offsets.py - generate user/py_offsets_table.c, the per-CPython-version
+struct offsets the sampler (bpf/pyperf.bpf.c) and the loader (user/pyread.c)
+use to walk a target interpreter's memory.
+
+How it works: for every CPython installation it is given, the script reads the
+version from the headers' patchlevel.h, writes a small C program to a
+temporary directory that includes that version's public and internal headers
+with Py_BUILD_CORE defined, and prints offsetof()/sizeof() of every field
+`struct py_offsets` (bpf/pyperf.h) describes.  The program is compiled with
+gcc and run; its output is parsed, checked (field widths, the position of the
+str `state` bits, limits of the BPF frame read) and written out as a C table
+with one entry per minor version.  Several patch releases of one minor version
+may be given; their values must agree, otherwise the script stops.
+
+Which field of which CPython struct fills which table slot depends on the
+minor version; FIELD_SOURCES below says so for 3.8 to 3.13.  A minor version
+it does not know is an error: look at that version's headers and extend the
+map.  Values are for 64-bit little-endian release builds (x86-64, arm64);
+headers of free-threaded (Py_GIL_DISABLED) or Py_DEBUG / Py_TRACE_REFS builds
+are refused, since their layouts differ and the loader only keys on the
+version number.
+
+Usage (from anywhere; paths default to this repository):
+  scripts/gen_offsets.py                      every /root/.pyenv/versions/3.{8..13}.*
+  scripts/gen_offsets.py --python-include /usr/include/python3.11 ...
+  scripts/gen_offsets.py --check              exit 1 if the committed table is stale
+Needs gcc (override with $CC).  Python 3.6+, standard library only.
+"""
+import argparse
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+PYPERF_H = os.path.join(REPO, "bpf", "pyperf.h")
+LINETABLE_H = os.path.join(REPO, "user", "linetable.h")
+DEFAULT_OUT = os.path.join(REPO, "user", "py_offsets_table.c")
+DEFAULT_GLOB = "/root/.pyenv/versions/3.*"
+REGEN_CMD = "python3 scripts/gen_offsets.py"
+MIN_MINOR, MAX_MINOR = 8, 13
+
+NO = "PYPERF_NO_OFFSET"  # symbolic value for "field absent"
+
+
+class GenError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- field map
+
+def field_sources(minor):
+    """Per table field: ("off", C expression, expected member width or None)
+    for a value the C probe computes, or ("sym", C symbol) / ("num", int) for
+    a value fixed by the version.  Expressions are evaluated by the probe with
+    offsetof()/sizeof(); the member width guards against reading e.g. a 4-byte
+    int as a pointer."""
+    if not MIN_MINOR <= minor <= MAX_MINOR:
+        raise GenError("no field map for 3.%d (known: 3.%d to 3.%d); read that version's "
+                       "headers and extend field_sources()" % (minor, MIN_MINOR, MAX_MINOR))
+    f = {}
+
+    def off(name, typ, member, width):
+        f[name] = ("off", "offsetof(%s, %s)" % (typ, member),
+                   "sizeof(((%s *)0)->%s)" % (typ, member), width)
+
+    off("runtime_interp_head", "_PyRuntimeState", "interpreters.head", 8)
+    if minor <= 10:
+        off("interp_threads_head", "PyInterpreterState", "tstate_head", 8)
+    else:
+        off("interp_threads_head", "PyInterpreterState", "threads.head", 8)
+    off("tstate_next", "PyThreadState", "next", 8)
+    off("tstate_thread_id", "PyThreadState", "thread_id", 8)
+    if minor <= 10:
+        off("tstate_frame", "PyThreadState", "frame", 8)
+        f["cframe_current_frame"] = ("sym", NO)
+    elif minor <= 12:
+        off("tstate_frame", "PyThreadState", "cframe", 8)
+        off("cframe_current_frame", "_PyCFrame", "current_frame", 8)
+    else:
+        off("tstate_frame", "PyThreadState", "current_frame", 8)
+        f["cframe_current_frame"] = ("sym", NO)
+
+    if minor <= 10:
+        # PyFrameObject: f_lasti counts bytes up to 3.9; 3.10 made it count
+        # 2-byte code units (PyFrame_GetLineNumber passes f_lasti * 2 to
+        # PyCode_Addr2Line there).
+        off("frame_back", "PyFrameObject", "f_back", 8)
+        off("frame_code", "PyFrameObject", "f_code", 8)
+        off("frame_instr", "PyFrameObject", "f_lasti", 4)
+        f["frame_owner"] = ("sym", NO)
+        f["instr_kind"] = ("sym", "INSTR_LASTI_BYTES" if minor <= 9 else "INSTR_LASTI_UNITS")
+        f["owner_cstack"] = ("num", 0xFF)
+    else:
+        # _PyInterpreterFrame: the instruction is a _Py_CODEUNIT pointer into
+        # co_code_adaptive (_PyInterpreterFrame_LASTI in pycore_frame.h).
+        off("frame_back", "_PyInterpreterFrame", "previous", 8)
+        if minor <= 12:
+            off("frame_code", "_PyInterpreterFrame", "f_code", 8)
+            off("frame_instr", "_PyInterpreterFrame", "prev_instr", 8)
+        else:
+            off("frame_code", "_PyInterpreterFrame", "f_executable", 8)
+            off("frame_instr", "_PyInterpreterFrame", "instr_ptr", 8)
+        off("frame_owner", "_PyInterpreterFrame", "owner", 1)  # 3.11 has it too
+        f["instr_kind"] = ("sym", "INSTR_POINTER")
+        f["owner_cstack"] = ("probe", "FRAME_OWNED_BY_CSTACK")  # 3.12+; 0xff if absent
+
+    off("code_firstlineno", "PyCodeObject", "co_firstlineno", 4)
+    if minor >= 11:
+        off("code_adaptive", "PyCodeObject", "co_code_adaptive", None)  # char array
+        off("code_qualname", "PyCodeObject", "co_qualname", 8)
+    else:
+        f["code_adaptive"] = ("sym", NO)
+        f["code_qualname"] = ("sym", NO)
+    off("code_filename", "PyCodeObject", "co_filename", 8)
+    off("code_name", "PyCodeObject", "co_name", 8)
+    if minor <= 9:
+        off("code_linetable", "PyCodeObject", "co_lnotab", 8)
+        f["linetable_kind"] = ("sym", "LT_LNOTAB")
+    else:
+        off("code_linetable", "PyCodeObject", "co_linetable", 8)
+        f["linetable_kind"] = ("sym", "LT_LINETABLE310" if minor == 10 else "LT_LOCATIONS")
+    f["pad0"] = ("num", 0)
+
+    # `state` is a struct of bitfields, so offsetof() works on the struct as
+    # a whole; the probe cross-checks it against the byte that changes when a
+    # bit is set (see PROBE_UNICODE below).
+    off("unicode_state", "PyASCIIObject", "state", 4)
+    off("unicode_length", "PyASCIIObject", "length", 8)
+    f["unicode_ascii_size"] = ("off", "sizeof(PyASCIIObject)", None, None)
+    f["unicode_compact_size"] = ("off", "sizeof(PyCompactUnicodeObject)", None, None)
+    off("bytes_size", "PyBytesObject", "ob_base.ob_size", 8)
+    off("bytes_sval", "PyBytesObject", "ob_sval", None)
+    return f
+
+
+# Headers the probe includes when the version has them (internal ones are
+# found through -I .../internal).  Python.h brings code.h, the unicode and
+# bytes objects and cpython/pystate.h (_PyCFrame); frameobject.h the 3.8-3.10
+# PyFrameObject; pycore_pystate.h the 3.8 runtime and interpreter state;
+# pycore_runtime.h / pycore_interp.h those of 3.9+; pycore_frame.h the 3.11+
+# _PyInterpreterFrame and its owner enum; pycore_code.h is harmless and
+# included for completeness where present.
+PROBE_HEADERS = ["pycore_pystate.h", "pycore_runtime.h", "pycore_interp.h",
+                 "pycore_frame.h", "pycore_code.h"]
+
+PROBE_PRELUDE = r"""
+/* generated by gen_offsets.py: print struct offsets of one CPython version */
+#define Py_BUILD_CORE 1
+#include "Python.h"
+#include "frameobject.h"
+%(internal)s
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(Py_GIL_DISABLED)
+#define PROBE_FT 1
+#else
+#define PROBE_FT 0
+#endif
+#if defined(Py_DEBUG) || defined(Py_TRACE_REFS)
+#define PROBE_DEBUG 1
+#else
+#define PROBE_DEBUG 0
+#endif
+
+/* first and last byte of an object that differ from zero */
+static void changed(const void *p, size_t n, long *first, long *last)
+{
+	const unsigned char *b = p;
+	*first = *last = -1;
+	for (size_t i = 0; i < n; i++)
+		if (b[i]) {
+			if (*first < 0)
+				*first = (long)i;
+			*last = (long)i;
+		}
+}
+"""
+
+# Where the str flags live: set each bitfield alone in a zeroed PyASCIIObject
+# and report which bytes changed and the 32-bit word at `state`.  user/pyread.c
+# reads that word and takes kind from bits 2-4, compact bit 5, ascii bit 6.
+PROBE_UNICODE = r"""
+#define BIT_PROBE(field, val) do { \
+	PyASCIIObject a; unsigned int w; long lo, hi; \
+	memset(&a, 0, sizeof(a)); \
+	a.state.field = (val); \
+	changed(&a, sizeof(a), &lo, &hi); \
+	memcpy(&w, (char *)&a + offsetof(PyASCIIObject, state), sizeof(w)); \
+	printf("bit_" #field " %ld %ld %u\n", lo, hi, w); \
+} while (0)
+	BIT_PROBE(interned, 1);
+	BIT_PROBE(kind, 7);
+	BIT_PROBE(compact, 1);
+	BIT_PROBE(ascii, 1);
+	printf("state_after_hash %zu\n", offsetof(PyASCIIObject, hash) + sizeof(Py_hash_t));
+"""
+
+# expected 32-bit word at `state` for each bit probe (see PROBE_UNICODE)
+STATE_BITS = {"interned": 1 << 0, "kind": 7 << 2, "compact": 1 << 5, "ascii": 1 << 6}
+
+
+# ---------------------------------------------------------------- helpers
+
+def parse_struct_fields(path):
+    """Field names of `struct py_offsets` in pyperf.h, in order."""
+    with open(path) as fh:
+        text = fh.read()
+    m = re.search(r"struct py_offsets \{(.*?)\};", text, re.S)
+    if not m:
+        raise GenError("%s: struct py_offsets not found" % path)
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    return re.findall(r"__u(?:8|16)\s+(\w+)\s*;", body)
+
+
+def parse_define(path, name):
+    with open(path) as fh:
+        m = re.search(r"#define\s+%s\s+(\w+)" % name, fh.read())
+    if not m:
+        raise GenError("%s: %s not defined" % (path, name))
+    return int(m.group(1), 0)
+
+
+def header_version(inc):
+    """(major, minor, micro) from DIR/patchlevel.h."""
+    path = os.path.join(inc, "patchlevel.h")
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as e:
+        raise GenError("%s: %s" % (path, e.strerror))
+    vals = []
+    for what in ("MAJOR", "MINOR", "MICRO"):
+        m = re.search(r"#define\s+PY_%s_VERSION\s+(\d+)" % what, text)
+        if not m:
+            raise GenError("%s: PY_%s_VERSION missing" % (path, what))
+        vals.append(int(m.group(1)))
+    return tuple(vals)
+
+
+def resolve_include(arg):
+    """Accept an include directory (holding Python.h) or an install prefix."""
+    if os.path.isfile(os.path.join(arg, "Python.h")):
+        return os.path.abspath(arg)
+    cands = sorted(d for d in glob.glob(os.path.join(arg, "include", "python3.*"))
+                   if os.path.isfile(os.path.join(d, "Python.h")))
+    if len(cands) == 1:
+        return os.path.abspath(cands[0])
+    if not cands:
+        raise GenError("%s: no Python.h (give include/python3.X or the install prefix)" % arg)
+    raise GenError("%s: several include dirs (%s); name one" % (arg, ", ".join(cands)))
+
+
+def default_includes():
+    out = []
+    for prefix in sorted(glob.glob(DEFAULT_GLOB)):
+        m = re.match(r"3\.(\d+)\.\d+$", os.path.basename(prefix))
+        if not m or not MIN_MINOR <= int(m.group(1)) <= MAX_MINOR:
+            continue
+        inc = os.path.join(prefix, "include", "python3.%s" % m.group(1))
+        if os.path.isfile(os.path.join(inc, "Python.h")):
+            out.append(inc)
+    return out
+
+
+def compile_and_run(src, inc, workdir, tag):
+    cc = os.environ.get("CC", "gcc")
+    c_path = os.path.join(workdir, tag + ".c")
+    exe = os.path.join(workdir, tag)
+    with open(c_path, "w") as fh:
+        fh.write(src)
+    cmd = shlex.split(cc) + ["-w", "-I", inc, "-I", os.path.join(inc, "internal"),
+                             c_path, "-o", exe]
+    cp = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        universal_newlines=True)
+    if cp.returncode != 0:
+        return None, cp.stderr
+    rp = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        universal_newlines=True)
+    if rp.returncode != 0:
+        raise GenError("%s: probe exited %d: %s" % (tag, rp.returncode, rp.stderr.strip()))
+    return rp.stdout, None
+
+
+# ---------------------------------------------------------------- probing
+
+def probe(inc, workdir, frame_read_max):
+    """Offsets of one installation: (version tuple, {field: value})."""
+    major, minor, micro = header_version(inc)
+    ver = "%d.%d.%d" % (major, minor, micro)
+    if major != 3:
+        raise GenError("%s: Python %s is not 3.x" % (inc, ver))
+    srcs = field_sources(minor)
+    internal = "\n".join('#include "%s"' % h for h in PROBE_HEADERS
+                         if os.path.isfile(os.path.join(inc, "internal", h)))
+    pre = PROBE_PRELUDE % {"internal": internal}
+
+    lines = ["int main(void)", "{",
+             '\tprintf("version %d %d %d\\n", PY_MAJOR_VERSION, PY_MINOR_VERSION, '
+             'PY_MICRO_VERSION);',
+             '\tprintf("ft %d\\n", PROBE_FT);',
+             '\tprintf("debug %d\\n", PROBE_DEBUG);',
+             '\tprintf("ptr %zu\\n", sizeof(void *));']
+    for name, s in srcs.items():
+        if s[0] == "off":
+            lines.append('\tprintf("%s %%zu\\n", (size_t)(%s));' % (name, s[1]))
+            if s[2]:
+                lines.append('\tprintf("width_%s %%zu\\n", %s);' % (name, s[2]))
+    body = "\n".join(lines) + "\n" + PROBE_UNICODE
+
+    out, err = compile_and_run(pre + body + "\treturn 0;\n}\n", inc, workdir, "probe%d%d" % (major, minor))
+    if out is None:
+        raise GenError("%s: probe for %s did not compile:\n%s" % (inc, ver, err))
+    vals = {}
+    for line in out.splitlines():
+        k, _, v = line.partition(" ")
+        vals[k] = v
+    got = tuple(int(x) for x in vals["version"].split())
+    if got != (major, minor, micro):
+        raise GenError("%s: patchlevel.h says %s, compiled headers say %s" % (inc, ver, got))
+    if int(vals["ft"]):
+        raise GenError("%s: free-threaded (Py_GIL_DISABLED) headers are not supported" % inc)
+    if int(vals["debug"]):
+        raise GenError("%s: Py_DEBUG / Py_TRACE_REFS headers: layout differs from release builds"
+                       % inc)
+    if int(vals["ptr"]) != 8:
+        raise GenError("%s: %s-byte pointers; the table is for 64-bit targets" % (inc, vals["ptr"]))
+
+    res = {}
+    for name, s in srcs.items():
+        if s[0] == "off":
+            v = int(vals[name])
+            if v >= 0xFFFF:
+                raise GenError("%s: %s = %d does not fit the u16 table" % (ver, name, v))
+            if s[3] is not None and int(vals["width_" + name]) != s[3]:
+                raise GenError("%s: %s is %s bytes wide, expected %d (%s)" %
+                               (ver, name, vals["width_" + name], s[3], s[1]))
+            res[name] = v
+        elif s[0] == "probe":
+            res[name] = probe_enum(pre, s[1], inc, workdir, "enum%d%d" % (major, minor), ver)
+        else:
+            res[name] = s[1]
+
+    check_unicode(ver, vals, res)
+    check_frame(ver, res, frame_read_max)
+    return (major, minor, micro), res
+
+
+def probe_enum(pre, sym, inc, workdir, tag, ver):
+    """Value of an enumerator, or 0xff when this version does not define it."""
+    src = pre + 'int main(void) { printf("%%d\\n", (int)(%s)); return 0; }\n' % sym
+    out, err = compile_and_run(src, inc, workdir, tag)
+    if out is None:
+        if sym not in err:
+            raise GenError("%s: probe for %s failed for another reason:\n%s" % (ver, sym, err))
+        return 0xFF
+    v = int(out)
+    if not 0 <= v < 0xFF:
+        raise GenError("%s: %s = %d does not fit a u8" % (ver, sym, v))
+    return v
+
+
+def check_unicode(ver, vals, res):
+    st = res["unicode_state"]
+    if int(vals["state_after_hash"]) != st:
+        raise GenError("%s: str state at %d, but hash ends at %s" %
+                       (ver, st, vals["state_after_hash"]))
+    for field, want in STATE_BITS.items():
+        lo, hi, word = (int(x) for x in vals["bit_" + field].split())
+        if not (st <= lo <= hi < st + 4):
+            raise GenError("%s: setting state.%s changed bytes %d..%d, outside state at %d" %
+                           (ver, field, lo, hi, st))
+        if word != want:
+            raise GenError("%s: state.%s sets word 0x%x, user/pyread.c expects 0x%x" %
+                           (ver, field, word, want))
+    if st + 4 > res["unicode_ascii_size"] or res["unicode_length"] + 8 > res["unicode_ascii_size"]:
+        raise GenError("%s: str header fields beyond sizeof(PyASCIIObject)" % ver)
+
+
+def check_frame(ver, res, frame_read_max):
+    """The BPF program reads the first PYPERF_FRAME_READ_MAX bytes of a frame."""
+    for name in ("frame_back", "frame_code", "frame_instr"):
+        if res[name] + 8 > frame_read_max:
+            raise GenError("%s: %s = %d: beyond PYPERF_FRAME_READ_MAX (%d)" %
+                           (ver, name, res[name], frame_read_max))
+    if res["frame_owner"] != NO and res["frame_owner"] >= frame_read_max:
+        raise GenError("%s: frame_owner = %d: beyond PYPERF_FRAME_READ_MAX" %
+                       (ver, res["frame_owner"]))
+
+
+# ---------------------------------------------------------------- output
+
+def fmt_value(name, v):
+    if isinstance(v, str):
+        return v
+    if name == "owner_cstack":
+        return "0x%02x" % v if v == 0xFF else str(v)
+    return str(v)
+
+
+def render(entries, fields):
+    """entries: sorted list of ((major, minor), [versions], values)."""
+    out = []
+    out.append("/* py_offsets_table.c - GENERATED by scripts/gen_offsets.py; do not edit.\n"
+               " * Regenerate from the repository root with: %s\n" % REGEN_CMD +
+               " *\n"
+               " * Struct offsets of CPython 3.8 to 3.13 (64-bit release builds), one entry\n"
+               " * per minor version, measured with offsetof()/sizeof() against the\n"
+               " * interpreter's own headers.  Headers used:\n")
+    for (maj, mnr), vers, _ in entries:
+        out.append(" *   %d.%d: %s\n" % (maj, mnr, ", ".join(vers)))
+    out.append(" * Needs bpf/ and user/ on the include path (-Ibpf -Iuser). */\n"
+               "#include <stddef.h>\n\n"
+               '#include "pyperf.h"\n'
+               '#include "linetable.h"\n'
+               '#include "py_offsets_table.h"\n\n'
+               "struct py_offsets_entry {\n"
+               "\tint major;\n"
+               "\tint minor;\n"
+               "\tstruct py_offsets off;\n"
+               "};\n\n"
+               "static const struct py_offsets_entry py_offsets_table[] = {\n")
+    for (maj, mnr), _, vals in entries:
+        out.append("\t{ %d, %d, {\n" % (maj, mnr))
+        for name in fields:
+            if name == "pad0":
+                continue
+            out.append("\t\t.%s = %s,\n" % (name, fmt_value(name, vals[name])))
+        out.append("\t} },\n")
+    out.append("};\n\n"
+               "const struct py_offsets *py_offsets_for_version(int major, int minor)\n"
+               "{\n"
+               "\tfor (size_t i = 0; i < sizeof(py_offsets_table) / sizeof(py_offsets_table[0]); i++)\n"
+               "\t\tif (py_offsets_table[i].major == major && py_offsets_table[i].minor == minor)\n"
+               "\t\t\treturn &py_offsets_table[i].off;\n"
+               "\treturn NULL;\n"
+               "}\n")
+    return "".join(out)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python-include", action="append", default=[], metavar="DIR",
+                    help="CPython include dir (with Python.h) or install prefix; repeatable. "
+                         "Default: %s with minor %d..%d" % (DEFAULT_GLOB, MIN_MINOR, MAX_MINOR))
+    ap.add_argument("-o", "--output", default=DEFAULT_OUT, help="default: %(default)s")
+    ap.add_argument("--check", action="store_true",
+                    help="do not write; exit 1 if OUTPUT differs from what would be generated")
+    ap.add_argument("--print", action="store_true", dest="show",
+                    help="print the values per version to stdout as well")
+    args = ap.parse_args(argv)
+
+    try:
+        fields = parse_struct_fields(PYPERF_H)
+        frame_read_max = parse_define(PYPERF_H, "PYPERF_FRAME_READ_MAX")
+        incs = [resolve_include(d) for d in args.python_include] or default_includes()
+        if not incs:
+            raise GenError("no CPython headers found under %s; use --python-include" % DEFAULT_GLOB)
+        by_minor = {}
+        with tempfile.TemporaryDirectory(prefix="gen_offsets.") as work:
+            for inc in incs:
+                ver, vals = probe(inc, work, frame_read_max)
+                known = set(vals)
+                if known != set(fields):
+                    raise GenError("struct py_offsets in %s and the script disagree: "
+                                   "only in struct: %s; only in script: %s" %
+                                   (PYPERF_H, sorted(set(fields) - known) or "-",
+                                    sorted(known - set(fields)) or "-"))
+                key = ver[:2]
+                vs = "%d.%d.%d" % ver
+                if key in by_minor:
+                    prev_vers, prev = by_minor[key]
+                    diff = [f for f in fields if prev[f] != vals[f]]
+                    if diff:
+                        raise GenError("%s and %s disagree on %s" %
+                                       (prev_vers[0], vs, ", ".join(
+                                           "%s (%s vs %s)" % (f, prev[f], vals[f]) for f in diff)))
+                    if vs not in prev_vers:
+                        prev_vers.append(vs)
+                else:
+                    by_minor[key] = ([vs], vals)
+        entries = [(k, sorted(v[0], key=lambda s: [int(x) for x in s.split(".")]), v[1])
+                   for k, v in sorted(by_minor.items())]
+        text = render(entries, fields)
+    except GenError as e:
+        print("gen_offsets.py: error: %s" % e, file=sys.stderr)
+        return 2
+
+    if args.show:
+        for (maj, mnr), vers, vals in entries:
+            print("%d.%d (%s): %s" % (maj, mnr, ", ".join(vers), " ".join(
+                "%s=%s" % (f, fmt_value(f, vals[f])) for f in fields if f != "pad0")))
+    if args.check:
+        try:
+            with open(args.output) as fh:
+                old = fh.read()
+        except OSError:
+            old = None
+        if old != text:
+            print("gen_offsets.py: %s is stale; run: %s" % (args.output, REGEN_CMD), file=sys.stderr)
+            return 1
+        return 0
+    with open(args.output, "w") as fh:
+        fh.write(text)
+    print("gen_offsets.py: wrote %s (%s)" % (os.path.relpath(args.output), ", ".join(
+        "%d.%d" % k for k, _, _ in entries)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,92 @@
+"""Shared test helpers: where the profiler is, which interpreters exist, and
+how to read folded output.
+
+Interpreters: every CPython under /root/.pyenv/versions and /usr/bin (or the
+list in PYPERF_TEST_PYTHONS, separated by ':').  Supported ones (3.8+) drive
+the end-to-end tests; older ones drive the "unsupported version" tests."""
+import glob
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYPERF = os.path.join(ROOT, "pyperf-bpf")
+WORKLOADS = os.path.join(ROOT, "tests", "e2e", "workloads")
+
+
+def _candidates():
+    env = os.environ.get("PYPERF_TEST_PYTHONS")
+    if env:
+        return [p for p in env.split(":") if p]
+    pats = ["/root/.pyenv/versions/*/bin/python[23].[0-9]", "/root/.pyenv/versions/*/bin/python[23].[0-9][0-9]",
+            "/usr/bin/python3.[0-9]", "/usr/bin/python3.[0-9][0-9]"]
+    found = []
+    for pat in pats:
+        found += sorted(glob.glob(pat))
+    return found
+
+
+def _describe(path):
+    try:
+        out = subprocess.run(
+            [path, "-c", "import sys, platform; print(platform.python_implementation(), "
+             "sys.version_info[0], sys.version_info[1])"],
+            capture_output=True, text=True, timeout=30).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if len(out) != 3 or out[0] != "CPython":
+        return None
+    return int(out[1]), int(out[2])
+
+
+def _interpreters():
+    supported, old = [], []
+    for path in _candidates():
+        ver = _describe(path)
+        if not ver:
+            continue
+        (supported if ver >= (3, 8) else old).append((path, ver))
+    return supported, old
+
+
+SUPPORTED, UNSUPPORTED = _interpreters()
+
+
+def python_id(p):
+    path, (major, minor) = p
+    kind = "pyenv" if "/.pyenv/" in path else os.path.dirname(path).strip("/").replace("/", "-")
+    return f"{major}.{minor}-{kind}"
+
+
+def supported_pythons():
+    return pytest.mark.parametrize("python", SUPPORTED, ids=[python_id(p) for p in SUPPORTED])
+
+
+def run_pyperf(args, timeout=120, **kw):
+    return subprocess.run([PYPERF] + list(args), capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def parse_folded(text):
+    """[(frames root-first, count)] from folded text."""
+    stacks = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        stacks.append((stack.split(";"), int(count)))
+    return stacks
+
+
+FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*?)(?::(?P<line>-?\d+))?\)$")
+
+
+def func_name(frame):
+    m = FRAME_RE.match(frame)
+    return m.group("name") if m else frame
+
+
+def names(frames):
+    return [func_name(f) for f in frames]

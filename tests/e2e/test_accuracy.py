@@ -1,0 +1,68 @@
+"""A workload that measures its own CPU split between three leaf functions is
+profiled from its first frame (`-- python split.py`); the profile must agree
+with the workload's own measurement within 3 percentage points, and almost
+every leaf sample must carry the full chain of callers."""
+import json
+import os
+
+from conftest import WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+
+LEAVES = ("leaf_a", "leaf_b", "leaf_c")
+CHAIN = ["<module>", "main", "run_schedule"]
+
+
+@supported_pythons()
+def test_known_split_matches_workload_measurement(python, tmp_path):
+    path, _ = python
+    out, truth = tmp_path / "p.folded", tmp_path / "truth.json"
+    r = run_pyperf(["-F", "999", "-o", str(out), "--", path,
+                    os.path.join(WORKLOADS, "split.py"), "4", str(truth)])
+    assert r.returncode == 0, r.stderr
+    measured = json.loads(truth.read_text())
+    stacks = parse_folded(out.read_text())
+
+    per_leaf = dict.fromkeys(LEAVES, 0)
+    full_chain = dict.fromkeys(LEAVES, 0)
+    for frames, count in stacks:
+        fn = names(frames)
+        if fn[-1] in per_leaf:
+            per_leaf[fn[-1]] += count
+            if fn[:-1] == CHAIN:
+                full_chain[fn[-1]] += count
+
+    total = sum(per_leaf.values())
+    assert total > 1000, f"too few leaf samples: {per_leaf}\n{r.stderr}"
+    mtotal = sum(measured.values())
+    for leaf in LEAVES:
+        got = 100.0 * per_leaf[leaf] / total
+        want = 100.0 * measured[leaf] / mtotal
+        assert abs(got - want) <= 3.0, f"{leaf}: profile {got:.1f}% vs measured {want:.1f}%"
+        assert full_chain[leaf] >= 0.95 * per_leaf[leaf], \
+            f"{leaf}: only {full_chain[leaf]} of {per_leaf[leaf]} samples have {CHAIN}"
+
+
+@supported_pythons()
+def test_lines_point_into_the_leaf_function(python, tmp_path):
+    """With lines on, leaf frames name split.py lines inside the leaf bodies;
+    with --no-lines the same frames collapse to one per function."""
+    path, _ = python
+    src = open(os.path.join(WORKLOADS, "split.py")).read().splitlines()
+    leaf_lines = {i + 1 for i, l in enumerate(src) if "x += i" in l or "for i in range(n)" in l}
+    out, truth = tmp_path / "p.folded", tmp_path / "truth.json"
+    r = run_pyperf(["-F", "499", "-o", str(out), "--", path,
+                    os.path.join(WORKLOADS, "split.py"), "1.5", str(truth)])
+    assert r.returncode == 0, r.stderr
+    leaf_frames = [frames[-1] for frames, _ in parse_folded(out.read_text())
+                   if names(frames)[-1] in LEAVES]
+    assert leaf_frames
+    lines = {int(f.rsplit(":", 1)[1].rstrip(")")) for f in leaf_frames}
+    assert lines <= leaf_lines, f"leaf lines {lines} not within {leaf_lines}"
+
+    out2 = tmp_path / "n.folded"
+    r = run_pyperf(["-F", "499", "--no-lines", "-o", str(out2), "--", path,
+                    os.path.join(WORKLOADS, "split.py"), "1", str(truth)])
+    assert r.returncode == 0, r.stderr
+    leafs = [frames[-1] for frames, _ in parse_folded(out2.read_text())
+             if names(frames)[-1] in LEAVES]
+    assert leafs and all(f.endswith("split.py)") for f in leafs), leafs[:3]
+    assert len(set(leafs)) <= 3

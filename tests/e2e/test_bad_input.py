@@ -1,0 +1,78 @@
+"""Bad input: one line on stderr, a non-zero exit, and no output file (nor a
+temporary one) left behind."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PYPERF, run_pyperf
+
+
+def assert_clean_failure(r, tmp_path, needle, code=None):
+    assert r.returncode != 0
+    if code is not None:
+        assert r.returncode == code, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("pyperf-bpf: ") and needle in lines[0], lines[0]
+    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-F", "0"], "-F"), (["-F", "1000000"], "-F"), (["-F", "abc"], "-F"), (["-F", "-5"], "-F"),
+    (["-d", "-1"], "-d"), (["-d", "0"], "-d"), (["-d", "soon"], "-d"), (["-d", "nan"], "-d"),
+    (["-p", "abc"], "-p"), (["-p", "0"], "-p"), (["-p", "-3"], "-p"), (["-p", "12,"], "-p"),
+    (["-f", "pdf"], "unknown format"), (["--bogus"], "unknown"), (["-d"], "needs a value"),
+    (["-o", "{tmp}/out.weird"], "cannot tell the format"),
+    (["-p", "1", "--", "true"], "not both"),
+])
+def test_bad_option_is_one_line_and_exit_2(args, needle, tmp_path):
+    r = run_pyperf([a.replace("{tmp}", str(tmp_path)) for a in args] + ["-o", str(tmp_path / "x.folded")]
+                   if "-o" not in args else [a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert_clean_failure(r, tmp_path, needle, code=2)
+
+
+def test_no_such_pid(tmp_path):
+    p = subprocess.Popen(["true"])
+    p.wait()  # a pid that existed and is gone now
+    r = run_pyperf(["-p", str(p.pid), "-d", "1", "-o", str(tmp_path / "x.folded")])
+    assert_clean_failure(r, tmp_path, "no such process")
+
+
+def test_pid_that_is_not_python(tmp_path):
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        r = run_pyperf(["-p", str(p.pid), "-d", "1", "-o", str(tmp_path / "x.folded")])
+        assert_clean_failure(r, tmp_path, "is not a CPython process")
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("target", ["/nonexistent-dir/x.folded", "/etc/hostname/x.folded",
+                                    "/proc/x.folded"])
+def test_unwritable_output(target, tmp_path):
+    r = run_pyperf(["-d", "1", "-o", target])
+    assert r.returncode != 0
+    assert len(r.stderr.strip().splitlines()) == 1 and "cannot write" in r.stderr, r.stderr
+    assert not os.path.exists(target)
+
+
+def test_command_that_cannot_run(tmp_path):
+    r = run_pyperf(["-o", str(tmp_path / "x.folded"), "--", "/nonexistent/program"])
+    assert_clean_failure(r, tmp_path, "cannot run /nonexistent/program", code=127)
+
+
+def test_kernel_without_btf(tmp_path):
+    env = dict(os.environ, PYPERF_VMLINUX_BTF="/nonexistent/vmlinux")
+    r = run_pyperf(["-d", "1", "-o", str(tmp_path / "x.folded")], env=env)
+    assert_clean_failure(r, tmp_path, "no BTF")
+
+
+def test_not_root(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+           PYPERF, "-d", "1", "-o", str(tmp_path / "x.folded")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert_clean_failure(r, tmp_path, "permission denied")

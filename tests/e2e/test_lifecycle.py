@@ -1,0 +1,82 @@
+"""Processes that come and go: a command that runs half a second keeps its
+function names; -p attaches to a running process; signals still write the
+profile."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import PYPERF, WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+
+SHORT = """
+import time
+def short_busy():
+    end = time.monotonic() + 0.5
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+short_busy()
+"""
+
+
+@supported_pythons()
+def test_short_lived_command_keeps_names(python, tmp_path):
+    out = tmp_path / "s.folded"
+    r = run_pyperf(["-F", "999", "-o", str(out), "--", python[0], "-c", SHORT])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    busy = sum(c for f, c in stacks if names(f)[-1] == "short_busy")
+    assert busy > 50, out.read_text()[:2000]
+    assert all(names(f)[:1] == ["<module>"] for f, _ in stacks if "short_busy" in names(f))
+
+
+def test_command_exit_status_is_passed_on(tmp_path):
+    r = run_pyperf(["-d", "5", "-o", str(tmp_path / "x.folded"), "--", sys.executable, "-c",
+                    "import sys; sys.exit(7)"])
+    assert r.returncode == 7, r.stderr
+    assert (tmp_path / "x.folded").exists()
+
+
+@supported_pythons()
+def test_attach_to_running_process(python, tmp_path):
+    proc = subprocess.Popen([python[0], os.path.join(WORKLOADS, "split.py"), "20",
+                             str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        out = tmp_path / "p.folded"
+        r = run_pyperf(["-p", str(proc.pid), "-d", "2", "-F", "499", "-o", str(out)])
+        assert r.returncode == 0, r.stderr
+        leaves = {names(f)[-1] for f, _ in parse_folded(out.read_text())}
+        assert {"leaf_a", "leaf_b", "leaf_c"} <= leaves, leaves
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _signal_during_recording(sig, tmp_path, python):
+    proc = subprocess.Popen([python, os.path.join(WORKLOADS, "split.py"), "30",
+                             str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        out = tmp_path / "sig.folded"
+        rec = subprocess.Popen([PYPERF, "-p", str(proc.pid), "-F", "499", "-o", str(out)],
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)
+        rec.send_signal(sig)
+        _, err = rec.communicate(timeout=30)
+        assert rec.returncode == 0, err
+        assert "leaf_a" in {names(f)[-1] for f, _ in parse_folded(out.read_text())}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@supported_pythons()
+def test_sigint_still_writes_profile(python, tmp_path):
+    _signal_during_recording(signal.SIGINT, tmp_path, python[0])
+
+
+@supported_pythons()
+def test_sigterm_still_writes_profile(python, tmp_path):
+    _signal_during_recording(signal.SIGTERM, tmp_path, python[0])

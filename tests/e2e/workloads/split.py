@@ -1,0 +1,62 @@
+"""Known time split: leaf_a, leaf_b and leaf_c get about 60, 30 and 10 % of the
+CPU, in jittered slices, and the process measures its own split with
+time.thread_time().  Usage: split.py SECONDS RESULT.json"""
+import json
+import random
+import sys
+import time
+
+
+def leaf_a(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+def leaf_b(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+def leaf_c(n):
+    x = 0
+    for i in range(n):
+        x += i
+    return x
+
+
+def calibrate():
+    n = 10000
+    t0 = time.thread_time()
+    leaf_a(n)
+    return max(1, int(n / max(time.thread_time() - t0, 1e-6) / 1000))  # iterations per ms
+
+
+def run_schedule(seconds, per_ms):
+    spent = {"leaf_a": 0.0, "leaf_b": 0.0, "leaf_c": 0.0}
+    plan = [(leaf_a, 6.0), (leaf_b, 3.0), (leaf_c, 1.0)]
+    rnd = random.Random(7)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for fn, ms in plan:
+            n = int(per_ms * ms * rnd.uniform(0.5, 1.5))
+            t0 = time.thread_time()
+            fn(n)
+            spent[fn.__name__] += time.thread_time() - t0
+    return spent
+
+
+def main():
+    seconds, out = float(sys.argv[1]), sys.argv[2]
+    per_ms = calibrate()
+    print("ready", flush=True)
+    spent = run_schedule(seconds, per_ms)
+    with open(out, "w") as f:
+        json.dump(spent, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+/* main.c - the pyperf-bpf command line.  Parses and checks options, then hands
+ * over to the command (record.c).  Every bad input ends here with one line on
+ * stderr and exit status 2, before anything is loaded or written. */
+#include "output.h"
+#include "record.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FREQ 10000
+#define VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pyperf-bpf [record] [options] [-- COMMAND [ARGS...]]\n"
+		"\n"
+		"Sample the CPU stacks of CPython processes with eBPF.  Without -p or a\n"
+		"command, every CPython process on the host is profiled, including ones\n"
+		"started during the run.\n"
+		"\n"
+		"  -p, --pid PID[,PID...]   profile these processes (repeatable)\n"
+		"  -d, --duration SECONDS   stop after this long (default: until the command\n"
+		"                           exits or Ctrl-C)\n"
+		"  -F, --frequency HZ       samples per second per CPU (default 99, 1 to %d)\n"
+		"  -o, --output FILE        write the profile to FILE (default: stdout)\n"
+		"  -f, --format FORMAT      report (hotspots) or folded (flame graph input);\n"
+		"                           default from -o's extension (.folded, .txt), else report\n"
+		"      --threads            start each stack with a frame naming its thread\n"
+		"      --no-lines           one frame per function instead of per line\n"
+		"      --top N              rows in each report table (default 20)\n"
+		"      --stats-json FILE    write run statistics (for benchmarks)\n"
+		"  -v, --verbose            say what is happening\n"
+		"  -h, --help               this help\n",
+		MAX_FREQ);
+}
+
+static int fail_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pyperf-bpf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see pyperf-bpf --help)\n");
+	return 2;
+}
+
+static int parse_pids(const char *arg, struct record_opts *o)
+{
+	char *copy = strdup(arg), *save = NULL;
+
+	if (!copy)
+		return -1;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v;
+		int *pids;
+
+		errno = 0;
+		v = strtol(t, &end, 10);
+		if (errno || *end || end == t || v <= 0 || v > INT_MAX) {
+			free(copy);
+			return -1;
+		}
+		pids = realloc(o->pids, (o->npids + 1) * sizeof(*pids));
+		if (!pids) {
+			free(copy);
+			return -1;
+		}
+		o->pids = pids;
+		o->pids[o->npids++] = (int)v;
+	}
+	free(copy);
+	return o->npids ? 0 : -1;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	return !errno && end != s && !*end && *out >= lo && *out <= hi;
+}
+
+enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON };
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "frequency", required_argument, NULL, 'F' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_record(int argc, char **argv, struct record_opts *o)
+{
+	const char *format = NULL;
+	long v;
+	int c;
+	char *end;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:d:F:o:f:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, o))
+				return fail_usage("-p: not a process id: '%s'", optarg);
+			break;
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o->duration) ||
+			    o->duration <= 0 || o->duration > 1e8)
+				return fail_usage("-d: the duration must be a positive number of seconds, "
+						  "not '%s'", optarg);
+			break;
+		case 'F':
+			if (!parse_long(optarg, 1, MAX_FREQ, &v))
+				return fail_usage("-F: the frequency must be a whole number of Hz from 1 "
+						  "to " "10000, not '%s'", optarg);
+			o->freq = (int)v;
+			break;
+		case 'o':
+			if (!*optarg)
+				return fail_usage("-o: empty file name%s", "");
+			o->output = optarg;
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		case OPT_THREADS:
+			o->threads = true;
+			break;
+		case OPT_NO_LINES:
+			o->no_lines = true;
+			break;
+		case OPT_TOP:
+			if (!parse_long(optarg, 1, 1000000, &v))
+				return fail_usage("--top: not a positive number: '%s'", optarg);
+			o->top = (size_t)v;
+			break;
+		case OPT_STATS_JSON:
+			o->stats_json = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case '?':
+		default:
+			if (optopt)
+				fprintf(stderr, "pyperf-bpf: option -%c: %s (see pyperf-bpf --help)\n",
+					optopt, strchr("pdFof", optopt) ? "needs a value" : "unknown option");
+			else
+				fprintf(stderr, "pyperf-bpf: unknown or incomplete option '%s' (see "
+					"pyperf-bpf --help)\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		o->cmd = &argv[optind];
+	if (o->cmd && o->npids)
+		return fail_usage("give either -p or a command, not both%s", "");
+	if (format) {
+		o->format = out_format_parse(format);
+		if (o->format < 0)
+			return fail_usage("-f: unknown format '%s' (known: report, folded)", format);
+	} else if (o->output) {
+		o->format = out_format_from_path(o->output);
+		if (o->format < 0)
+			return fail_usage("-o %s: cannot tell the format from the file name; use -f",
+					  o->output);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct record_opts o = { .freq = 99, .top = 20, .format = FMT_REPORT };
+	int rc;
+
+	if (argc > 1 && !strcmp(argv[1], "record")) {
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	} else if (argc > 1 && (!strcmp(argv[1], "daemon") || !strcmp(argv[1], "dump") ||
+				!strcmp(argv[1], "top"))) {
+		fprintf(stderr, "pyperf-bpf: '%s' is not implemented yet\n", argv[1]);
+		return 2;
+	} else if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("pyperf-bpf %s\n", VERSION);
+		return 0;
+	}
+	rc = parse_record(argc, argv, &o);
+	if (rc)
+		return rc;
+	rc = record_run(&o);
+	free(o.pids);
+	return rc;
+}

@@ -1,0 +1,151 @@
+/* out_report.c - the hotspot report: a header (samples, duration, rate,
+ * processes, losses) and the top functions by own and by total share, with the
+ * columns of `py-spy top`.  A function is (name, file, first line); a function
+ * that appears several times in one stack (recursion) counts once in total. */
+#include "output.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fn_row {
+	const struct pyfunc *fn;
+	uint64_t own, total;
+	size_t last_sample;          /* index of the last sample that added to total */
+};
+
+struct fn_key {
+	const char *name, *file;
+	int64_t line;
+};
+
+static struct fn_row *row_for(struct hmap *rows, const struct pyfunc *fn)
+{
+	/* functions are unique by content, not pointer: the same code object can
+	 * be read twice (another process, another generation) */
+	struct sbuf k = { 0 };
+	struct fn_row *r;
+
+	sb_printf(&k, "%s\n%s\n%d", fn->name, fn->file, fn->firstlineno);
+	if (!sb_ok(&k))
+		return NULL;
+	r = hmap_get(rows, k.s, k.len);
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (r && hmap_put(rows, k.s, k.len, r)) {
+			free(r);
+			r = NULL;
+		}
+		if (r) {
+			r->fn = fn;
+			r->last_sample = SIZE_MAX;
+		}
+	}
+	sb_free(&k);
+	return r;
+}
+
+static int by_own(const void *a, const void *b)
+{
+	const struct fn_row *x = *(struct fn_row *const *)a, *y = *(struct fn_row *const *)b;
+
+	if (x->own != y->own)
+		return x->own > y->own ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->fn->name, y->fn->name);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct fn_row *x = *(struct fn_row *const *)a, *y = *(struct fn_row *const *)b;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return by_own(a, b);
+}
+
+static void print_table(FILE *f, const struct out_ctx *c, struct fn_row **rows, size_t n,
+			const char *title)
+{
+	double total = c->prof->total ? (double)c->prof->total : 1.0;
+	double per = c->freq ? 1.0 / c->freq : 0;
+
+	fprintf(f, "\n%s\n", title);
+	fprintf(f, "  %%Own   %%Total  OwnTime  TotalTime  Function (filename:line)\n");
+	for (size_t i = 0; i < n && i < c->top; i++)
+		fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s (%s:%d)\n",
+			100.0 * rows[i]->own / total, 100.0 * rows[i]->total / total,
+			rows[i]->own * per, rows[i]->total * per, rows[i]->fn->name,
+			rows[i]->fn->file, rows[i]->fn->firstlineno);
+}
+
+static void print_header(FILE *f, const struct out_ctx *c)
+{
+	const struct profile *p = c->prof;
+	const uint64_t *st = c->stats;
+	uint64_t lost = st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL] + p->unattributed;
+
+	fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): %.1f samples/s\n",
+		(unsigned long long)p->total, c->duration_s, c->freq, c->ncpus,
+		c->duration_s > 0 ? p->total / c->duration_s : 0.0);
+	fprintf(f, "Processes seen: %zu\n", profile_nprocs_seen(p));
+	hmap_for_each(&p->procs, s) {
+		const struct pproc *pp = s->val;
+
+		if (pp->samples)
+			fprintf(f, "  %d %s (Python %d.%d): %llu samples\n", pp->pid,
+				pp->cmdline[0] ? pp->cmdline : pp->comm, pp->py.major, pp->py.minor,
+				(unsigned long long)pp->samples);
+	}
+	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
+		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "
+		"samples in threads without Python frames %llu\n",
+		(unsigned long long)lost, (unsigned long long)st[STAT_MAP_FULL],
+		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
+		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
+		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]));
+}
+
+int out_report(FILE *f, const struct out_ctx *c)
+{
+	size_t n, nrows = 0;
+	struct psample **v = profile_samples(c->prof, &n);
+	struct hmap rows = { 0 };
+	struct fn_row **list = NULL;
+	int rc = -1;
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct pstack *st = v[i]->stack;
+
+		for (uint32_t j = 0; j < st->nframes; j++) {
+			struct fn_row *r = row_for(&rows, st->frames[j].fn);
+
+			if (!r)
+				goto out;
+			if (j == 0)
+				r->own += v[i]->count;
+			if (r->last_sample != i) {
+				r->total += v[i]->count;
+				r->last_sample = i;
+			}
+		}
+	}
+	list = malloc((rows.len + 1) * sizeof(*list));
+	if (!list)
+		goto out;
+	hmap_for_each(&rows, s)
+		list[nrows++] = s->val;
+	print_header(f, c);
+	qsort(list, nrows, sizeof(*list), by_own);
+	print_table(f, c, list, nrows, "Top functions by own time");
+	qsort(list, nrows, sizeof(*list), by_total);
+	print_table(f, c, list, nrows, "Top functions by total time");
+	rc = ferror(f) ? -1 : 0;
+out:
+	free(list);
+	hmap_free(&rows, free);
+	free(v);
+	return rc;
+}

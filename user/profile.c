@@ -1,0 +1,243 @@
+/* profile.c - see profile.h.  Names are resolved the moment a stack is
+ * announced, while the process is alive; a code object already named for this
+ * process (same address and co_firstlineno) is not read again. */
+#include "profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct code_key {
+	uint64_t addr;
+	uint32_t check;
+	uint32_t gen;
+};
+
+struct stack_id {
+	uint64_t hash;
+	uint64_t gen;
+};
+
+struct sample_key {
+	struct pstack *stack;
+	uint64_t tid;
+};
+
+static void own(struct profile *p, void *ptr)
+{
+	if (p->nowned == p->capowned) {
+		size_t cap = p->capowned ? p->capowned * 2 : 256;
+		void **v = realloc(p->owned, cap * sizeof(*v));
+
+		if (!v)
+			return; /* leaks at exit only */
+		p->owned = v;
+		p->capowned = cap;
+	}
+	p->owned[p->nowned++] = ptr;
+}
+
+void profile_init(struct profile *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+static void free_proc(void *v)
+{
+	struct pproc *pp = v;
+
+	hmap_free(&pp->code, NULL);
+	hmap_free(&pp->stacks, NULL);
+	free(pp);
+}
+
+void profile_free(struct profile *p)
+{
+	hmap_free(&p->procs, free_proc);
+	hmap_free(&p->samples, free);
+	hmap_free(&p->threads, free);
+	for (size_t i = 0; i < p->nowned; i++)
+		free(p->owned[i]);
+	free(p->owned);
+	memset(p, 0, sizeof(*p));
+}
+
+struct pproc *profile_proc(struct profile *p, int pid)
+{
+	struct pproc *pp = hmap_get(&p->procs, &pid, sizeof(pid));
+
+	if (pp)
+		return pp;
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return NULL;
+	pp->pid = pid;
+	proc_comm(pid, pp->comm, sizeof(pp->comm));
+	proc_cmdline(pid, pp->cmdline, sizeof(pp->cmdline));
+	if (hmap_put(&p->procs, &pid, sizeof(pid), pp)) {
+		free(pp);
+		return NULL;
+	}
+	return pp;
+}
+
+static struct pyfunc *name_code(struct profile *p, struct pproc *pp, uint32_t gen,
+				const struct py_frame *f)
+{
+	struct code_key k = { .addr = f->code, .check = f->check, .gen = gen };
+	struct pyfunc *fn = hmap_get(&pp->code, &k, sizeof(k));
+
+	if (fn)
+		return fn;
+	if (pp->python && pp->gen == gen)
+		fn = pyread_code(pp->pid, f->code, f->check, &pp->py.off);
+	if (!fn) {
+		p->unresolved_frames++;
+		fn = pyfunc_unknown(f->code);
+		if (!fn)
+			return NULL;
+		own(p, fn->name);
+		own(p, fn->file);
+		own(p, fn);
+		return fn; /* not cached: a later announcement may read it */
+	}
+	own(p, fn->name);
+	own(p, fn->file);
+	own(p, fn->lt);
+	own(p, fn);
+	hmap_put(&pp->code, &k, sizeof(k), fn);
+	return fn;
+}
+
+static void remember_thread(struct profile *p, uint32_t tid, const char *comm)
+{
+	char *name = hmap_get(&p->threads, &tid, sizeof(tid));
+
+	if (!name) {
+		name = calloc(1, PYPERF_COMM_LEN + 1);
+		if (!name || hmap_put(&p->threads, &tid, sizeof(tid), name)) {
+			free(name);
+			return;
+		}
+	}
+	memcpy(name, comm, PYPERF_COMM_LEN);
+	name[PYPERF_COMM_LEN] = 0;
+}
+
+int profile_add_stack(struct profile *p, const struct ev_stack *ev)
+{
+	struct pproc *pp = profile_proc(p, ev->pid);
+	struct stack_id id = { .hash = ev->hash, .gen = ev->gen };
+	struct pstack *st;
+	uint32_t n = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;
+
+	if (!pp)
+		return -1;
+	remember_thread(p, ev->tid, ev->comm);
+	if (hmap_get(&pp->stacks, &id, sizeof(id)))
+		return 0; /* announced again after a drain: already known */
+	st = malloc(sizeof(*st) + n * sizeof(st->frames[0]));
+	if (!st)
+		return -1;
+	st->pid = ev->pid;
+	st->flags = ev->flags;
+	st->nframes = n;
+	for (uint32_t i = 0; i < n; i++) {
+		st->frames[i].fn = name_code(p, pp, ev->gen, &ev->frames[i]);
+		st->frames[i].instr = ev->frames[i].instr;
+		if (!st->frames[i].fn) {
+			free(st);
+			return -1;
+		}
+	}
+	own(p, st);
+	return hmap_put(&pp->stacks, &id, sizeof(id), st);
+}
+
+void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count)
+{
+	struct pproc *pp = hmap_get(&p->procs, &k->pid, sizeof(k->pid));
+	struct stack_id id = { .hash = k->hash, .gen = k->gen };
+	struct pstack *st = pp ? hmap_get(&pp->stacks, &id, sizeof(id)) : NULL;
+	struct sample_key sk;
+	struct psample *s;
+
+	if (!st) {
+		p->unattributed += count;
+		return;
+	}
+	memset(&sk, 0, sizeof(sk));
+	sk.stack = st;
+	sk.tid = k->tid;
+	s = hmap_get(&p->samples, &sk, sizeof(sk));
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s || hmap_put(&p->samples, &sk, sizeof(sk), s)) {
+			free(s);
+			p->unattributed += count;
+			return;
+		}
+		s->stack = st;
+		s->tid = k->tid;
+	}
+	s->count += count;
+	pp->samples += count;
+	p->total += count;
+}
+
+void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uint32_t gen)
+{
+	struct pproc *pp = profile_proc(p, pid);
+
+	if (!pp)
+		return;
+	pp->py = *py;
+	pp->python = true;
+	pp->gen = gen;
+	proc_comm(pid, pp->comm, sizeof(pp->comm));
+	proc_cmdline(pid, pp->cmdline, sizeof(pp->cmdline));
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct psample *x = *(struct psample *const *)a, *y = *(struct psample *const *)b;
+
+	if (x->stack->pid != y->stack->pid)
+		return x->stack->pid < y->stack->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+struct psample **profile_samples(const struct profile *p, size_t *n)
+{
+	struct psample **v = malloc((p->samples.len + 1) * sizeof(*v));
+	size_t k = 0;
+
+	if (!v) {
+		*n = 0;
+		return NULL;
+	}
+	hmap_for_each(&p->samples, s)
+		v[k++] = s->val;
+	qsort(v, k, sizeof(*v), cmp_sample);
+	*n = k;
+	return v;
+}
+
+const char *profile_thread_name(const struct profile *p, uint32_t tid)
+{
+	const char *name = hmap_get(&p->threads, &tid, sizeof(tid));
+
+	return name ? name : "?";
+}
+
+size_t profile_nprocs_seen(const struct profile *p)
+{
+	size_t n = 0;
+
+	hmap_for_each(&p->procs, s)
+		n += ((struct pproc *)s->val)->samples > 0;
+	return n;
+}

@@ -1,0 +1,79 @@
+/* profile.h - stack aggregation in user space.
+ *
+ * The sampler announces each new stack (pid, hash, frames) on the ring buffer
+ * and later reports counts per (pid, tid, hash).  A profile keeps, per process,
+ * an index hash -> struct pstack whose frames are already named (struct
+ * pyfunc), and sums counts per (stack, thread).  Every classification of a
+ * process image gets a new generation number that the sampler puts in each
+ * key, so a reused pid or an exec'ed program never inherits old names. */
+#ifndef PYPERF_PROFILE_H
+#define PYPERF_PROFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "hmap.h"
+#include "pyperf.h"
+#include "pyproc.h"
+#include "pyread.h"
+
+struct pframe {
+	struct pyfunc *fn;
+	uint32_t instr;              /* byte offset in the code, UINT32_MAX: not started */
+};
+
+struct pstack {
+	uint32_t pid;
+	uint32_t flags;              /* STACK_TRUNCATED, STACK_BAD_READ */
+	uint32_t nframes;
+	struct pframe frames[];      /* leaf first */
+};
+
+struct psample {
+	struct pstack *stack;
+	uint32_t tid;
+	uint64_t count;
+};
+
+struct pproc {
+	int pid;
+	char comm[PYPERF_COMM_LEN];
+	char cmdline[256];
+	struct pyproc py;            /* the current image, valid when `python` */
+	bool python;
+	uint32_t gen;                /* generation of the current image */
+	uint64_t samples;
+	struct hmap code;            /* (gen, code address, check) -> struct pyfunc * */
+	struct hmap stacks;          /* (gen, stack hash) -> struct pstack * */
+};
+
+struct profile {
+	struct hmap procs;           /* pid -> struct pproc * */
+	struct hmap samples;         /* (struct pstack *, tid) -> struct psample * */
+	struct hmap threads;         /* tid -> thread name (char[PYPERF_COMM_LEN]) */
+	uint64_t total;              /* samples counted */
+	uint64_t unattributed;       /* counts whose stack was never announced */
+	uint64_t unresolved_frames;  /* code objects that could not be read */
+	void **owned;                /* stacks and functions, freed at the end */
+	size_t nowned, capowned;
+};
+
+void profile_init(struct profile *p);
+void profile_free(struct profile *p);
+
+/* The process entry for pid, created (comm and cmdline read) if new. */
+struct pproc *profile_proc(struct profile *p, int pid);
+/* Record a newly announced stack, naming its code objects now. */
+int profile_add_stack(struct profile *p, const struct ev_stack *ev);
+/* Add count samples of the stack the sampler keyed as k. */
+void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count);
+/* pid is (now) the Python image py, generation gen. */
+void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uint32_t gen);
+
+/* All (stack, thread) samples, in a stable order (caller frees the array). */
+struct psample **profile_samples(const struct profile *p, size_t *n);
+/* Name of thread tid as the kernel knew it, or "?". */
+const char *profile_thread_name(const struct profile *p, uint32_t tid);
+/* Number of processes with at least one sample. */
+size_t profile_nprocs_seen(const struct profile *p);
+
+#endif

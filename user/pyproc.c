@@ -1,0 +1,255 @@
+/* pyproc.c - recognise a CPython process from outside.
+ *
+ * The interpreter state lives in the global `_PyRuntime` (3.7+), exported by
+ * libpython (shared builds) or by the executable (static builds).  We look at
+ * the executable and any mapped libpython*, find `_PyRuntime` and `Py_Version`
+ * (3.11+) in their symbol tables, and add the load bias.  The version comes
+ * from `Py_Version` in the target's memory, else from the file name.  Offsets
+ * come from the target's own `_Py_DebugOffsets` (3.13+; so a newer version
+ * with the same layout needs nothing new), else from the generated table.
+ * Symbol lookups are cached per file (device, inode): a host with many Python
+ * processes parses each interpreter binary once. */
+#include "pyproc.h"
+#include "elfsym.h"
+#include "procmaps.h"
+#include "py_debug_offsets.h"
+#include "py_offsets_table.h"
+#include "pyread.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { SYM_RUNTIME, SYM_VERSION, SYM_GETVERSION, SYM_NR };
+static const char *const sym_names[SYM_NR] = { "_PyRuntime", "Py_Version", "Py_GetVersion" };
+
+struct elf_facts {
+	uint64_t dev_major, dev_minor, inode;
+	uint64_t sym[SYM_NR];
+	bool ok;
+	struct elf_facts *next;
+};
+
+static struct elf_facts *facts_cache;
+
+void pyproc_cache_clear(void)
+{
+	while (facts_cache) {
+		struct elf_facts *n = facts_cache->next;
+
+		free(facts_cache);
+		facts_cache = n;
+	}
+}
+
+static const struct elf_facts *elf_facts_for(int pid, const struct proc_map *m)
+{
+	struct elf_facts *f;
+	char host[PATH_MAX + 32], err[256];
+	uint64_t sizes[SYM_NR];
+
+	for (f = facts_cache; f; f = f->next)
+		if (f->inode == m->inode && f->dev_major == m->dev_major && f->dev_minor == m->dev_minor)
+			return f;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->dev_major = m->dev_major;
+	f->dev_minor = m->dev_minor;
+	f->inode = m->inode;
+	if (procmaps_host_path(pid, m->path, host, sizeof(host)))
+		f->ok = elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err)) == 0;
+	f->next = facts_cache;
+	facts_cache = f;
+	return f;
+}
+
+/* "python3.12", "libpython3.9.so.1.0", "libpython3.6m.so" -> 3, 12 */
+static bool version_from_name(const char *base, int *major, int *minor)
+{
+	const char *p = strstr(base, "python");
+
+	if (!p)
+		return false;
+	p += 6;
+	if (!isdigit((unsigned char)p[0]) || p[1] != '.' || !isdigit((unsigned char)p[2]))
+		return false;
+	*major = p[0] - '0';
+	*minor = atoi(p + 2);
+	return true;
+}
+
+static bool interesting(const struct proc_map *m, const char *exe)
+{
+	const char *base = procmaps_basename(m);
+
+	return m->path && m->path[0] == '/' &&
+	       (!strncmp(base, "libpython", 9) || (exe && !strcmp(m->path, exe)));
+}
+
+/* bias of the file mapped as `m` in pid */
+static int load_bias(int pid, const struct proc_maps *maps, const struct proc_map *m,
+		     uint64_t *bias, char *err, size_t errlen)
+{
+	char host[PATH_MAX + 32];
+
+	if (!procmaps_host_path(pid, m->path, host, sizeof(host))) {
+		snprintf(err, errlen, "pid %d: path too long: %s", pid, m->path);
+		return -1;
+	}
+	return elf_load_bias(host, maps, m->path, bias, err, errlen);
+}
+
+static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t errlen)
+{
+	const struct py_offsets *t;
+	char why[256] = "";
+
+	if (out->major > 3 || (out->major == 3 && out->minor >= 13)) {
+		uint8_t buf[4096];
+		uint64_t hex = 0;
+
+		if (mem_read(out->pid, out->runtime_addr, buf, sizeof(buf)) == 0 &&
+		    py_debug_offsets_parse(buf, sizeof(buf), &out->off, &hex, why, sizeof(why)) == 0) {
+			out->debug_offsets = true;
+			return PYPROC_OK;
+		}
+	}
+	t = py_offsets_for_version(out->major, out->minor);
+	if (t) {
+		out->off = *t;
+		return PYPROC_OK;
+	}
+	snprintf(err, errlen,
+		 "pid %d: unsupported Python %d.%d (%s)%s%s: supported are 3.8 to 3.13 and newer "
+		 "versions whose _Py_DebugOffsets have the 3.13 layout",
+		 out->pid, out->major, out->minor, out->binary, why[0] ? ": " : "", why);
+	return PYPROC_UNSUPPORTED;
+}
+
+static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, const char *exe,
+				       struct pyproc *out, char *err, size_t errlen)
+{
+	const struct proc_map *old_python = NULL;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		const struct elf_facts *f;
+		uint64_t bias, ver = 0;
+
+		if (!interesting(m, exe) || (i > 0 && maps->v[i - 1].inode == m->inode &&
+					     maps->v[i - 1].path && !strcmp(maps->v[i - 1].path, m->path)))
+			continue;
+		f = elf_facts_for(pid, m);
+		if (!f || !f->ok)
+			continue;
+		if (!f->sym[SYM_RUNTIME]) {
+			if (f->sym[SYM_GETVERSION])
+				old_python = m;
+			continue;
+		}
+		if (load_bias(pid, maps, m, &bias, err, errlen))
+			return PYPROC_NOT_PYTHON;
+		out->pid = pid;
+		out->runtime_addr = f->sym[SYM_RUNTIME] + bias;
+		snprintf(out->binary, sizeof(out->binary), "%s", m->path);
+		if (f->sym[SYM_VERSION] && mem_read(pid, f->sym[SYM_VERSION] + bias, &ver, 4) == 0 && ver) {
+			out->major = (ver >> 24) & 0xff;
+			out->minor = (ver >> 16) & 0xff;
+		} else if (!version_from_name(procmaps_basename(m), &out->major, &out->minor)) {
+			snprintf(err, errlen, "pid %d: cannot tell the Python version of %s", pid, m->path);
+			return PYPROC_UNSUPPORTED;
+		}
+		return pick_offsets(out, err, errlen);
+	}
+	if (old_python) {
+		int major = 0, minor = 0;
+
+		version_from_name(procmaps_basename(old_python), &major, &minor);
+		snprintf(err, errlen, "pid %d: unsupported Python %d.%d (%s): supported are 3.8 to 3.13",
+			 pid, major, minor, old_python->path);
+		return PYPROC_UNSUPPORTED;
+	}
+	snprintf(err, errlen, "pid %d is not a CPython process", pid);
+	return PYPROC_NOT_PYTHON;
+}
+
+enum pyproc_status pyproc_inspect(int pid, struct pyproc *out, char *err, size_t errlen)
+{
+	struct proc_maps maps = { 0 };
+	char link[64], exe[PATH_MAX];
+	ssize_t n;
+	enum pyproc_status st;
+
+	memset(out, 0, sizeof(*out));
+	if (procmaps_read(pid, &maps, err, errlen)) {
+		if (errno == ESRCH || errno == ENOENT) {
+			snprintf(err, errlen, "pid %d: no such process", pid);
+			return PYPROC_GONE;
+		}
+		return PYPROC_NOT_PYTHON;
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *d = strstr(exe, " (deleted)");
+		if (d && d[10] == 0)
+			*d = 0;
+	}
+	st = inspect_maps(pid, &maps, n > 0 ? exe : NULL, out, err, errlen);
+	procmaps_free(&maps);
+	if (st == PYPROC_NOT_PYTHON && kill(pid, 0) && errno == ESRCH) {
+		snprintf(err, errlen, "pid %d: no such process", pid);
+		return PYPROC_GONE;
+	}
+	return st;
+}
+
+static size_t read_small_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = 0;
+	return (size_t)n;
+}
+
+void proc_comm(int pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	n = read_small_file(path, buf, len);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	if (!n)
+		snprintf(buf, len, "?");
+}
+
+void proc_cmdline(int pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	n = read_small_file(path, buf, len);
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == 0 || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = 0;
+}

@@ -1,0 +1,39 @@
+/* pyproc.h - is this process CPython, which version, where is its interpreter
+ * state and which struct offsets apply? */
+#ifndef PYPERF_PYPROC_H
+#define PYPERF_PYPROC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "pyperf.h"
+
+enum pyproc_status {
+	PYPROC_OK,
+	PYPROC_NOT_PYTHON,   /* no CPython runtime mapped (yet) */
+	PYPROC_UNSUPPORTED,  /* CPython, but a version or build we cannot read */
+	PYPROC_GONE,         /* no such process (any more) */
+};
+
+struct pyproc {
+	int pid;
+	int major, minor;
+	uint64_t runtime_addr;       /* &_PyRuntime in the target */
+	struct py_offsets off;
+	bool debug_offsets;          /* offsets came from the target's _Py_DebugOffsets */
+	char binary[PATH_MAX];       /* file that holds _PyRuntime */
+};
+
+/* Classify pid.  On PYPROC_OK *out is filled; otherwise err says why, in one
+ * line naming the pid (and the version, when it is unsupported). */
+enum pyproc_status pyproc_inspect(int pid, struct pyproc *out, char *err, size_t errlen);
+
+/* /proc/PID/comm into buf ("?" if gone); /proc/PID/cmdline with spaces. */
+void proc_comm(int pid, char *buf, size_t len);
+void proc_cmdline(int pid, char *buf, size_t len);
+
+/* Forget cached ELF facts (tests). */
+void pyproc_cache_clear(void);
+
+#endif

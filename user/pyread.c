@@ -1,0 +1,207 @@
+/* pyread.c - read Python objects from a live process with process_vm_readv.
+ *
+ * Strings: a compact str keeps its characters right after the object header:
+ * after PyASCIIObject when all are ASCII, after PyCompactUnicodeObject
+ * otherwise, 1, 2 or 4 bytes each (the `kind` bits of `state`).  They are
+ * converted to UTF-8.  Names and paths are read whole, never cut.
+ * Code objects: one read of the header gives the pointers to name, file and
+ * line table; co_firstlineno doubles as the check that the address still holds
+ * the code object the sampler saw. */
+#include "pyread.h"
+#include "linetable.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define MAX_OBJ_BYTES (1u << 20) /* sanity bound on a name, path or line table */
+
+int mem_read(int pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static uint64_t field_ptr(const uint8_t *hdr, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, hdr + off, sizeof(v));
+	return v;
+}
+
+/* append code point c to out as UTF-8 */
+static size_t put_utf8(char *out, uint32_t c)
+{
+	if (c < 0x80) {
+		out[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		out[0] = (char)(0xc0 | (c >> 6));
+		out[1] = (char)(0x80 | (c & 0x3f));
+		return 2;
+	}
+	if (c < 0x10000) {
+		out[0] = (char)(0xe0 | (c >> 12));
+		out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (c >> 18));
+	out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (c & 0x3f));
+	return 4;
+}
+
+static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind)
+{
+	char *out = malloc(length * 4 + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (uint64_t i = 0; i < length; i++) {
+		uint32_t c;
+
+		if (kind == 1)
+			c = data[i];
+		else if (kind == 2)
+			c = (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
+		else
+			c = (uint32_t)data[4 * i] | (uint32_t)data[4 * i + 1] << 8 |
+			    (uint32_t)data[4 * i + 2] << 16 | (uint32_t)data[4 * i + 3] << 24;
+		p += put_utf8(p, c);
+	}
+	*p = 0;
+	return out;
+}
+
+char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
+{
+	uint8_t hdr[128];
+	uint64_t length;
+	uint32_t state;
+	unsigned kind, compact, ascii;
+	uint8_t *data;
+	char *s;
+
+	if (!obj || o->unicode_ascii_size > sizeof(hdr) || mem_read(pid, obj, hdr, o->unicode_ascii_size))
+		return NULL;
+	memcpy(&length, hdr + o->unicode_length, sizeof(length));
+	memcpy(&state, hdr + o->unicode_state, sizeof(state));
+	kind = (state >> 2) & 7;
+	compact = (state >> 5) & 1;
+	ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length * kind > MAX_OBJ_BYTES)
+		return NULL;
+	data = malloc(length * kind + 1);
+	if (!data)
+		return NULL;
+	if (mem_read(pid, obj + (ascii ? o->unicode_ascii_size : o->unicode_compact_size), data,
+		     length * kind)) {
+		free(data);
+		return NULL;
+	}
+	s = to_utf8(data, length, kind);
+	free(data);
+	return s;
+}
+
+uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len)
+{
+	int64_t size;
+	uint8_t *data;
+
+	if (!obj || mem_read(pid, obj + o->bytes_size, &size, sizeof(size)) || size < 0 ||
+	    size > MAX_OBJ_BYTES)
+		return NULL;
+	data = malloc(size ? size : 1);
+	if (!data)
+		return NULL;
+	if (mem_read(pid, obj + o->bytes_sval, data, size)) {
+		free(data);
+		return NULL;
+	}
+	*len = size;
+	return data;
+}
+
+static size_t code_header_len(const struct py_offsets *o)
+{
+	uint16_t offs[] = { o->code_firstlineno, o->code_filename, o->code_name,
+			    o->code_qualname, o->code_linetable };
+	size_t m = 0;
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] != PYPERF_NO_OFFSET && offs[i] + 8u > m)
+			m = offs[i] + 8u;
+	return m;
+}
+
+struct pyfunc *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o)
+{
+	uint8_t hdr[512];
+	size_t hlen = code_header_len(o);
+	int32_t first;
+	struct pyfunc *f;
+	uint16_t name_off = o->code_qualname != PYPERF_NO_OFFSET ? o->code_qualname : o->code_name;
+
+	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen))
+		return NULL;
+	memcpy(&first, hdr + o->code_firstlineno, sizeof(first));
+	if ((uint32_t)first != check)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->firstlineno = first;
+	f->lt_kind = o->linetable_kind;
+	f->name = pyread_str(pid, field_ptr(hdr, name_off), o);
+	f->file = pyread_str(pid, field_ptr(hdr, o->code_filename), o);
+	f->lt = pyread_bytes(pid, field_ptr(hdr, o->code_linetable), o, &f->lt_len);
+	if (!f->name || !f->file) {
+		pyfunc_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+struct pyfunc *pyfunc_unknown(uint64_t code)
+{
+	struct pyfunc *f = calloc(1, sizeof(*f));
+	char buf[48];
+
+	if (!f)
+		return NULL;
+	snprintf(buf, sizeof(buf), "<unknown code 0x%llx>", (unsigned long long)code);
+	f->name = strdup(buf);
+	f->file = strdup("<unknown>");
+	f->firstlineno = -1;
+	return f;
+}
+
+int pyfunc_line(const struct pyfunc *f, uint32_t instr)
+{
+	if (!f->lt)
+		return f->firstlineno;
+	if (instr == UINT32_MAX)
+		return f->firstlineno;
+	return linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);
+}
+
+void pyfunc_free(struct pyfunc *f)
+{
+	if (!f)
+		return;
+	free(f->name);
+	free(f->file);
+	free(f->lt);
+	free(f);
+}

@@ -1,0 +1,499 @@
+/* record.c - one recording, from options to a written profile.
+ *
+ *   setup     check the output can be written, start the command (held until
+ *             the sampler runs), load the sampler, describe -p processes;
+ *   run       handle ring buffer records: name new stacks, classify new
+ *             processes; every second move counts from the kernel into the
+ *             profile; stop on -d, on the command's exit, when every -p
+ *             process is gone, or on SIGINT/SIGTERM;
+ *   finish    stop sampling, drain, write the profile atomically (temporary
+ *             file renamed into place), return the command's status.
+ *
+ * Process classification is lazy: the sampler announces processes that run
+ * and that it does not know.  Non-Python ones are asked about again with
+ * exponential backoff (a fresh exec may not have mapped libpython yet); a
+ * CPython we cannot read is reported once and left alone until it execs. */
+#include "record.h"
+#include "output.h"
+#include "profile.h"
+#include "pyproc.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define POLL_MS 100
+#define DRAIN_EVERY_NS (1000ull * 1000 * 1000)
+#define BACKOFF_FIRST_NS (10ull * 1000 * 1000)
+#define BACKOFF_MAX_NS (30ull * 1000 * 1000 * 1000)
+#define CHILD_GRACE_NS (5ull * 1000 * 1000 * 1000)
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct pid_state {
+	uint64_t backoff_ns;
+	bool warned;
+};
+
+struct recorder {
+	const struct record_opts *o;
+	struct sampler *s;
+	struct profile prof;
+	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
+	uint32_t next_gen;
+	pid_t child;
+	int child_status;
+	bool child_done;
+	char tmp_path[PATH_MAX];
+	FILE *out;
+};
+
+static void err_line(const char *msg)
+{
+	fprintf(stderr, "pyperf-bpf: %s\n", msg);
+}
+
+static struct pid_state *pid_state(struct recorder *r, int pid)
+{
+	struct pid_state *ps = hmap_get(&r->pids, &pid, sizeof(pid));
+
+	if (!ps) {
+		ps = calloc(1, sizeof(*ps));
+		if (ps && hmap_put(&r->pids, &pid, sizeof(pid), ps)) {
+			free(ps);
+			return NULL;
+		}
+	}
+	return ps;
+}
+
+static int adopt(struct recorder *r, const struct pyproc *py)
+{
+	struct proc_info pi;
+
+	memset(&pi, 0, sizeof(pi));
+	pi.runtime_addr = py->runtime_addr;
+	pi.gen = ++r->next_gen;
+	pi.off = py->off;
+	profile_set_python(&r->prof, py->pid, py, pi.gen);
+	return sampler_set_proc(r->s, py->pid, &pi);
+}
+
+/* a process ran that the sampler does not know yet */
+static void classify(struct recorder *r, int pid)
+{
+	struct pyproc py;
+	char err[512];
+	struct pid_state *ps;
+
+	switch (pyproc_inspect(pid, &py, err, sizeof(err))) {
+	case PYPROC_OK:
+		if (r->o->verbose)
+			fprintf(stderr, "pyperf-bpf: pid %d: Python %d.%d, %s, offsets from %s\n", pid,
+				py.major, py.minor, py.binary, py.debug_offsets ? "_Py_DebugOffsets" : "table");
+		adopt(r, &py);
+		return;
+	case PYPROC_GONE:
+		return;
+	case PYPROC_UNSUPPORTED:
+		ps = pid_state(r, pid);
+		if (ps && !ps->warned)
+			err_line(err);
+		if (ps)
+			ps->warned = true;
+		sampler_skip(r->s, pid, UINT64_MAX);
+		return;
+	case PYPROC_NOT_PYTHON:
+		ps = pid_state(r, pid);
+		if (!ps)
+			return;
+		ps->backoff_ns = ps->backoff_ns ? ps->backoff_ns * 2 : BACKOFF_FIRST_NS;
+		if (ps->backoff_ns > BACKOFF_MAX_NS)
+			ps->backoff_ns = BACKOFF_MAX_NS;
+		sampler_skip(r->s, pid, monotonic_ns() + ps->backoff_ns);
+		return;
+	}
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct ev_header *h = data;
+	struct pid_state *ps;
+
+	if (size < sizeof(*h))
+		return 0;
+	switch (h->kind) {
+	case EV_STACK: {
+		const struct ev_stack *ev = data;
+
+		if (size >= EV_STACK_HDR_SIZE &&
+		    size >= EV_STACK_HDR_SIZE + (size_t)ev->nframes * sizeof(struct py_frame))
+			profile_add_stack(&r->prof, ev);
+		break;
+	}
+	case EV_NEW_PID:
+		classify(r, h->pid);
+		break;
+	case EV_EXEC:
+		ps = hmap_get(&r->pids, &h->pid, sizeof(h->pid));
+		if (ps)
+			memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
+		break;
+	case EV_EXIT:
+		break;
+	}
+	return 0;
+}
+
+static void on_count(void *ctx, const struct stack_key *k, uint64_t count)
+{
+	profile_add_count(&((struct recorder *)ctx)->prof, k, count);
+}
+
+/* ---- output file: created up front, renamed into place at the end ---- */
+
+static int open_output(struct recorder *r, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	if (!r->o->output) {
+		r->out = stdout;
+		return 0;
+	}
+	snprintf(dir, sizeof(dir), "%s", r->o->output);
+	snprintf(r->tmp_path, sizeof(r->tmp_path), "%s/.pyperf-bpf.XXXXXX", dirname(dir));
+	fd = mkstemp(r->tmp_path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
+		r->tmp_path[0] = 0;
+		return -1;
+	}
+	fchmod(fd, 0644);
+	r->out = fdopen(fd, "w");
+	return r->out ? 0 : -1;
+}
+
+static void discard_output(struct recorder *r)
+{
+	if (r->out && r->out != stdout)
+		fclose(r->out);
+	r->out = NULL;
+	if (r->tmp_path[0])
+		unlink(r->tmp_path);
+	r->tmp_path[0] = 0;
+}
+
+static int commit_output(struct recorder *r, char *err, size_t errlen)
+{
+	if (r->out == stdout)
+		return fflush(stdout) ? -1 : 0;
+	if (fclose(r->out)) {
+		r->out = NULL;
+		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
+		return -1;
+	}
+	r->out = NULL;
+	if (rename(r->tmp_path, r->o->output)) {
+		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
+		return -1;
+	}
+	r->tmp_path[0] = 0;
+	return 0;
+}
+
+/* ---- the command after -- ---- */
+
+/* Fork the command, held on a pipe until the sampler runs.  Returns the write
+ * end of that pipe; *errfd reads errno if exec fails. */
+static int spawn_held(struct recorder *r, int *errfd, char *err, size_t errlen)
+{
+	int go[2], ex[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	r->child = fork();
+	if (r->child < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (r->child == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(ex[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127); /* the profiler gave up before starting us */
+		execvp(r->o->cmd[0], r->o->cmd);
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	*errfd = ex[0];
+	return go[1];
+}
+
+static bool child_exec_failed(int errfd, const char *cmd, char *err, size_t errlen)
+{
+	int e;
+
+	if (read(errfd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+		snprintf(err, errlen, "cannot run %s: %s", cmd, strerror(e));
+		return true;
+	}
+	return false;
+}
+
+static bool reap_child(struct recorder *r, int flags)
+{
+	if (r->child <= 0 || r->child_done)
+		return r->child_done;
+	if (waitpid(r->child, &r->child_status, flags) == r->child)
+		r->child_done = true;
+	return r->child_done;
+}
+
+static void wait_child_bounded(struct recorder *r)
+{
+	uint64_t until = monotonic_ns() + CHILD_GRACE_NS;
+
+	while (!reap_child(r, WNOHANG) && monotonic_ns() < until)
+		usleep(20000);
+	if (!r->child_done && r->child > 0) {
+		kill(r->child, SIGKILL);
+		reap_child(r, 0);
+	}
+}
+
+static int child_exit_code(const struct recorder *r)
+{
+	if (WIFEXITED(r->child_status))
+		return WEXITSTATUS(r->child_status);
+	if (WIFSIGNALED(r->child_status))
+		return 128 + WTERMSIG(r->child_status);
+	return 1;
+}
+
+/* ---- setup and main loop ---- */
+
+static int describe_pids(struct recorder *r, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < r->o->npids; i++) {
+		struct pyproc py;
+		int pid = r->o->pids[i];
+
+		if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
+			return -1;
+		if (sampler_add_target(r->s, pid) || adopt(r, &py)) {
+			snprintf(err, errlen, "pid %d: cannot configure the sampler: %s", pid,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static bool any_pid_alive(const struct record_opts *o)
+{
+	for (size_t i = 0; i < o->npids; i++)
+		if (kill(o->pids[i], 0) == 0 || errno != ESRCH)
+			return true;
+	return false;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void run_loop(struct recorder *r, uint64_t start)
+{
+	const struct record_opts *o = r->o;
+	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	uint64_t next_drain = start + DRAIN_EVERY_NS;
+
+	while (!stop_signal) {
+		uint64_t now;
+
+		sampler_poll(r->s, POLL_MS);
+		now = monotonic_ns();
+		if (now >= next_drain) {
+			sampler_drain(r->s, on_count, r);
+			next_drain = now + DRAIN_EVERY_NS;
+		}
+		if (now >= end)
+			break;
+		if (o->cmd && reap_child(r, WNOHANG))
+			break;
+		if (o->npids && !any_pid_alive(o))
+			break;
+	}
+	if (stop_signal && r->child > 0 && !reap_child(r, WNOHANG))
+		kill(r->child, stop_signal); /* the command stops with us */
+}
+
+static double cpu_seconds(long *maxrss_kb)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	if (maxrss_kb)
+		*maxrss_kb = ru.ru_maxrss;
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+/* for `make bench`: the sampler's own cost and the loader's, separately */
+static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
+{
+	uint64_t st[STAT_NR], cnt = 0, ns = 0;
+	long rss;
+	double cpu = cpu_seconds(&rss);
+	FILE *f;
+
+	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
+		return;
+	sampler_stats(r->s, st);
+	sampler_prog_stats(r->s, &cnt, &ns);
+	fprintf(f, "{\"duration_s\": %.3f, \"samples\": %llu, \"bpf_run_cnt\": %llu, "
+		"\"bpf_run_time_ns\": %llu, \"loader_cpu_s\": %.6f, \"loader_loop_cpu_s\": %.6f, "
+		"\"loader_maxrss_kb\": %ld, "
+		"\"stat_samples\": %llu, \"stat_truncated\": %llu, \"stat_map_full\": %llu, "
+		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu}\n",
+		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
+		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
+		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
+		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed);
+	fclose(f);
+}
+
+static int write_profile(struct recorder *r, double secs, char *err, size_t errlen)
+{
+	struct out_ctx c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.prof = &r->prof;
+	c.lines = !r->o->no_lines;
+	c.threads = r->o->threads;
+	c.proc_frames = !r->o->cmd && r->o->npids != 1;
+	c.duration_s = secs;
+	c.freq = r->o->freq;
+	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	c.top = r->o->top;
+	sampler_stats(r->s, c.stats);
+	rc = r->o->format == FMT_FOLDED ? out_folded(r->out, &c) : out_report(r->out, &c);
+	if (rc) {
+		snprintf(err, errlen, "cannot write %s: %s", r->o->output ? r->o->output : "stdout",
+			 strerror(errno));
+		return -1;
+	}
+	return commit_output(r, err, errlen);
+}
+
+int record_run(const struct record_opts *o)
+{
+	struct recorder r;
+	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
+				   .verbose = o->verbose };
+	char err[1024];
+	int go = -1, errfd = -1, rc = 1;
+	uint64_t start;
+	double loop_cpu;
+
+	memset(&r, 0, sizeof(r));
+	r.o = o;
+	profile_init(&r.prof);
+	install_signals();
+	if (open_output(&r, err, sizeof(err)))
+		goto fail;
+	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
+		goto fail;
+	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
+		goto fail;
+	sampler_skip(r.s, getpid(), UINT64_MAX);
+	if (describe_pids(&r, err, sizeof(err)))
+		goto fail;
+	if (o->cmd && sampler_add_target(r.s, r.child)) {
+		snprintf(err, sizeof(err), "cannot configure the sampler: %s", strerror(errno));
+		goto fail;
+	}
+	if (sampler_start(r.s, err, sizeof(err)))
+		goto fail;
+	start = monotonic_ns();
+	if (o->cmd) {
+		if (write(go, "x", 1) != 1 || child_exec_failed(errfd, o->cmd[0], err, sizeof(err))) {
+			rc = 127;
+			goto fail;
+		}
+		close(go);
+		go = -1;
+	}
+	if (o->verbose)
+		fprintf(stderr, "pyperf-bpf: sampling at %d Hz\n", o->freq);
+	loop_cpu = cpu_seconds(NULL);
+	run_loop(&r, start);
+	sampler_stop(r.s);
+	sampler_drain(r.s, on_count, &r);
+	sampler_drain(r.s, on_count, &r);
+	{
+		double secs = (monotonic_ns() - start) / 1e9;
+
+		write_stats_json(&r, secs, cpu_seconds(NULL) - loop_cpu);
+		if (write_profile(&r, secs, err, sizeof(err)))
+			goto fail;
+	}
+	rc = 0;
+	if (o->cmd) {
+		wait_child_bounded(&r);
+		rc = child_exit_code(&r);
+	}
+	goto out;
+fail:
+	err_line(err);
+	discard_output(&r);
+	if (r.child > 0) {
+		if (go >= 0)
+			close(go); /* a held child exits without running anything */
+		go = -1;
+		wait_child_bounded(&r);
+	}
+out:
+	if (go >= 0)
+		close(go);
+	if (errfd >= 0)
+		close(errfd);
+	sampler_close(r.s);
+	profile_free(&r.prof);
+	hmap_free(&r.pids, free);
+	return rc;
+}

@@ -1,0 +1,24 @@
+/* record.h - the `record` command: sample, then write one profile. */
+#ifndef PYPERF_RECORD_H
+#define PYPERF_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct record_opts {
+	int *pids;                   /* -p; empty: every CPython process (or the command) */
+	size_t npids;
+	char **cmd;                  /* after --; NULL if none */
+	double duration;             /* -d seconds, 0: until the command exits or a signal */
+	int freq;                    /* -F */
+	const char *output;          /* -o; NULL: stdout */
+	int format;                  /* enum out_format */
+	bool threads, no_lines, verbose;
+	size_t top;                  /* rows per report table */
+	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
+};
+
+/* Run a recording; returns the process exit status. */
+int record_run(const struct record_opts *o);
+
+#endif

@@ -1,0 +1,280 @@
+/* sampler.c - owns the libbpf skeleton of pyperf.bpf.c.
+ *
+ * Counts live in two BPF hash maps; the program fills counts[active].  To
+ * drain, we flip `active`, give programs already running on other CPUs a
+ * moment to finish, handle the ring buffer (stack announcements precede their
+ * counts), then read-and-delete the idle map in batches.  Nothing is lost at a
+ * flip and nothing is counted twice. */
+#include "sampler.h"
+#include "pyperf.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DRAIN_BATCH 4096
+
+struct sampler {
+	struct pyperf_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int *pfds;
+	int ncpus;
+	int freq;
+};
+
+static bool libbpf_verbose;
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!libbpf_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static const char *btf_path(void)
+{
+	const char *p = getenv("PYPERF_VMLINUX_BTF");
+
+	return p && *p ? p : "/sys/kernel/btf/vmlinux";
+}
+
+static void explain_load_error(int e, char *err, size_t errlen)
+{
+	if (e == EPERM || e == EACCES)
+		snprintf(err, errlen, "permission denied loading the BPF sampler: run as root "
+			 "(or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)");
+	else
+		snprintf(err, errlen, "cannot load the BPF sampler: %s (rerun with -v for details)",
+			 strerror(e));
+}
+
+int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_event_fn fn,
+		 void *ctx, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	struct sampler *s;
+	int e;
+
+	if (access(btf_path(), R_OK)) {
+		snprintf(err, errlen, "the kernel has no BTF (%s: %s); pyperf-bpf needs a kernel "
+			 "built with CONFIG_DEBUG_INFO_BTF", btf_path(), strerror(errno));
+		return -1;
+	}
+	libbpf_verbose = o->verbose;
+	libbpf_set_print(print_libbpf);
+	oo.btf_custom_path = getenv("PYPERF_VMLINUX_BTF");
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	s->freq = o->freq;
+	s->skel = pyperf_bpf__open_opts(&oo);
+	if (!s->skel) {
+		explain_load_error(errno, err, errlen);
+		free(s);
+		return -1;
+	}
+	s->skel->rodata->filter_targets = o->filter_targets;
+	e = pyperf_bpf__load(s->skel);
+	if (e) {
+		explain_load_error(-e, err, errlen);
+		goto fail;
+	}
+	e = pyperf_bpf__attach(s->skel); /* the tracepoints; perf events come in sampler_start */
+	if (e) {
+		snprintf(err, errlen, "cannot attach the process tracepoints: %s", strerror(-e));
+		goto fail;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), fn, ctx, NULL);
+	if (!s->rb) {
+		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sampler_close(s);
+	return -1;
+}
+
+int sampler_add_target(struct sampler *s, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &one, 1, BPF_ANY);
+}
+
+int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi)
+{
+	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
+	return bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), pi, sizeof(*pi), BPF_ANY);
+}
+
+int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
+{
+	struct skip_info si = { .retry_after_ns = retry_after_ns };
+
+	return bpf_map__update_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), BPF_ANY);
+}
+
+static int perf_open_cpu_clock(int cpu, int freq)
+{
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_period = 1000000000ull / (unsigned)freq; /* cpu-clock counts nanoseconds */
+	return syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sampler_start(struct sampler *s, char *err, size_t errlen)
+{
+	int n = libbpf_num_possible_cpus();
+
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot count CPUs: %s", strerror(-n));
+		return -1;
+	}
+	s->ncpus = n;
+	s->links = calloc(n, sizeof(*s->links));
+	s->pfds = malloc(n * sizeof(*s->pfds));
+	if (!s->links || !s->pfds) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int cpu = 0; cpu < n; cpu++)
+		s->pfds[cpu] = -1;
+	for (int cpu = 0; cpu < n; cpu++) {
+		s->pfds[cpu] = perf_open_cpu_clock(cpu, s->freq);
+		if (s->pfds[cpu] < 0) {
+			if (errno == ENODEV || errno == ENOENT)
+				continue; /* possible but offline CPU */
+			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d): %s", cpu,
+				 strerror(errno));
+			return -1;
+		}
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_sample, s->pfds[cpu]);
+		if (!s->links[cpu]) {
+			snprintf(err, errlen, "cannot attach the sampler to cpu %d: %s", cpu,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void sampler_stop(struct sampler *s)
+{
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		bpf_link__destroy(s->links[cpu]);
+		s->links[cpu] = NULL;
+		if (s->pfds[cpu] >= 0)
+			close(s->pfds[cpu]);
+		s->pfds[cpu] = -1;
+	}
+}
+
+int sampler_poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+static int drain_map(int fd, sampler_count_fn fn, void *ctx)
+{
+	static struct stack_key keys[DRAIN_BATCH];
+	static uint64_t vals[DRAIN_BATCH];
+	uint64_t in = 0, outb = 0;
+	void *inp = NULL;
+	int e;
+
+	do {
+		__u32 count = DRAIN_BATCH;
+
+		e = bpf_map_lookup_and_delete_batch(fd, inp, &outb, keys, vals, &count, NULL);
+		if (e && errno != ENOENT)
+			return -errno;
+		for (__u32 i = 0; i < count; i++)
+			fn(ctx, &keys[i], vals[i]);
+		in = outb;
+		inp = &in;
+	} while (!e);
+	return 0;
+}
+
+int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
+{
+	__u32 idle = s->skel->bss->active & 1;
+	int fds[2] = { bpf_map__fd(s->skel->maps.counts0), bpf_map__fd(s->skel->maps.counts1) };
+	struct timespec settle = { 0, 2 * 1000 * 1000 };
+
+	__atomic_store_n(&s->skel->bss->active, idle ^ 1, __ATOMIC_SEQ_CST);
+	nanosleep(&settle, NULL); /* programs that picked the old map finish in microseconds */
+	ring_buffer__consume(s->rb);
+	return drain_map(fds[idle], fn, ctx);
+}
+
+void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v = calloc(ncpu > 0 ? ncpu : 1, sizeof(*v));
+
+	memset(out, 0, sizeof(uint64_t) * STAT_NR);
+	if (!v)
+		return;
+	for (__u32 i = 0; i < STAT_NR; i++) {
+		if (bpf_map__lookup_elem(s->skel->maps.stats, &i, sizeof(i), v,
+					 sizeof(*v) * ncpu, 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[i] += v[c];
+	}
+	free(v);
+}
+
+int sampler_prog_stats(struct sampler *s, uint64_t *run_cnt, uint64_t *run_time_ns)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.on_sample), &info, &len))
+		return -1;
+	*run_cnt = info.run_cnt;
+	*run_time_ns = info.run_time_ns;
+	return 0;
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	if (s->links)
+		sampler_stop(s);
+	free(s->links);
+	free(s->pfds);
+	ring_buffer__free(s->rb);
+	pyperf_bpf__destroy(s->skel);
+	free(s);
+}

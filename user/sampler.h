@@ -1,0 +1,47 @@
+/* sampler.h - the BPF side seen from user space: load, configure, attach one
+ * cpu-clock perf event per CPU, read the ring buffer, drain the counts. */
+#ifndef PYPERF_SAMPLER_H
+#define PYPERF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "pyperf.h"
+
+struct sampler;
+
+struct sampler_opts {
+	bool filter_targets;         /* only processes added with sampler_add_target */
+	int freq;                    /* samples per second per CPU */
+	bool verbose;                /* pass libbpf's messages through */
+};
+
+/* Called for every ring buffer record (struct ev_header first). */
+typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
+typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count);
+
+int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_event_fn fn,
+		 void *ctx, char *err, size_t errlen);
+int sampler_add_target(struct sampler *s, uint32_t pid);
+int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi);
+/* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
+int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
+/* Open and attach the perf events: sampling starts. */
+int sampler_start(struct sampler *s, char *err, size_t errlen);
+/* Detach the perf events: sampling stops. */
+void sampler_stop(struct sampler *s);
+/* Wait up to timeout_ms for ring buffer records and handle them. */
+int sampler_poll(struct sampler *s, int timeout_ms);
+/* Hand every count gathered so far to fn and clear it.  Ring buffer records
+ * written before those counts are handled first, so every count's stack is
+ * known when fn sees it. */
+int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx);
+/* Per-CPU counters summed (enum stat_idx). */
+void sampler_stats(struct sampler *s, uint64_t out[STAT_NR]);
+/* run_cnt and run_time_ns of the perf_event program (kernel.bpf_stats_enabled). */
+int sampler_prog_stats(struct sampler *s, uint64_t *run_cnt, uint64_t *run_time_ns);
+void sampler_close(struct sampler *s);
+
+uint64_t monotonic_ns(void);
+
+#endif
