@@ -26,7 +26,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define EEXIST 17
 #define NEW_PID_RETRY_NS (50ULL * 1000 * 1000)   /* re-announce an unclassified pid */
-#define NO_TSTATE_RETRY_NS (500ULL * 1000 * 1000) /* re-walk threads for a native thread */
+#define NO_TSTATE_RETRY_NS (20ULL * 1000 * 1000)  /* re-walk threads for a native thread */
 
 /* Only sample processes in `targets` (-p, or a command and its children). */
 const volatile bool filter_targets = false;
@@ -193,10 +193,11 @@ static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, 
 			return 0;
 	}
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
-	if (interp) {
+	if (interp)
 		w.tstate = read_ptr(interp + o->interp_threads_head);
-		bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
-	}
+	if (!w.tstate)
+		return 0; /* interpreter not (yet) running: nothing worth caching */
+	bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
 	fresh.tstate = w.found;
 	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
 	return w.found;
@@ -211,7 +212,8 @@ struct frame_walk {
 	__u64 hash;
 	__u32 n;
 	__u32 flags;
-	__u32 read_len;
+	__u32 read_len;          /* bytes of a frame to read */
+	__u16 code_lo, code_len; /* span of a code object holding the check fields */
 };
 
 static __always_inline __u64 mix(__u64 h, __u64 v)
@@ -226,12 +228,30 @@ static __always_inline __u64 buf_u64(const __u8 *buf, __u16 off)
 	return *(const __u64 *)(buf + (off & (PYPERF_FRAME_READ_MAX - 1)));
 }
 
+/* A code object's identity beyond its address, which the allocator reuses:
+ * co_firstlineno mixed with the addresses of co_filename and co_name.  The
+ * loader computes the same from the object it reads (py_code_check). */
+static __always_inline __u32 code_check(struct frame_walk *w, __u64 code)
+{
+	const struct py_offsets *o = w->o;
+	__u8 *buf = w->s->frame_buf;
+	__u32 len = w->code_len, first;
+
+	if (len > PYPERF_FRAME_READ_MAX)
+		len = PYPERF_FRAME_READ_MAX;
+	if (bpf_probe_read_user(buf, len, (void *)(code + w->code_lo)))
+		return 0;
+	first = *(__u32 *)(buf + ((o->code_firstlineno - w->code_lo) & (PYPERF_FRAME_READ_MAX - 1)));
+	return py_code_check(first, buf_u64(buf, o->code_filename - w->code_lo),
+			     buf_u64(buf, o->code_name - w->code_lo));
+}
+
 static long frame_step(__u32 i, struct frame_walk *w)
 {
 	const struct py_offsets *o = w->o;
 	__u8 *buf = w->s->frame_buf;
 	__u64 code, instr_raw;
-	__u32 instr, check = 0, n = w->n, len = w->read_len;
+	__u32 instr, check, n = w->n, len = w->read_len;
 	struct py_frame *f;
 
 	if (!w->frame)
@@ -260,7 +280,7 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		instr = (__s32)instr_raw < 0 ? (__u32)-1 : (__u32)instr_raw * 2;
 	else
 		instr = (__u32)instr_raw;
-	bpf_probe_read_user(&check, sizeof(check), (void *)(code + o->code_firstlineno));
+	check = code_check(w, code);
 
 	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
 	f->code = code;
@@ -293,6 +313,19 @@ static __always_inline __u32 frame_read_len(const struct py_offsets *o)
 	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1 > m)
 		m = o->frame_owner + 1;
 	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
+}
+
+static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u16 *len)
+{
+	__u16 a = o->code_firstlineno, b = o->code_filename, c = o->code_name;
+	__u16 min = a < b ? a : b, max = a > b ? a : b;
+
+	if (c < min)
+		min = c;
+	if (c > max)
+		max = c;
+	*lo = min;
+	*len = max + 8 - min;
 }
 
 /* add one sample of this stack; announce the stack when the key is new */
@@ -364,6 +397,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	w.frame = top_frame(tstate, &p->off);
 	w.hash = mix(0x5eed, tgid);
 	w.read_len = frame_read_len(&p->off);
+	code_span(&p->off, &w.code_lo, &w.code_len);
 	if (!w.frame) {
 		stat_inc(STAT_NO_FRAMES);
 		return 0;

@@ -83,8 +83,17 @@ struct proc_info {
 struct py_frame {
 	__u64 code;                  /* PyCodeObject address */
 	__u32 instr;                 /* byte offset of the instruction in the code */
-	__u32 check;                 /* co_firstlineno: guards against address reuse */
+	__u32 check;                 /* py_code_check(): guards against address reuse */
 };
+
+/* Identity check of a code object, computed the same way on both sides from
+ * co_firstlineno and the addresses of co_filename and co_name. */
+static inline __u32 py_code_check(__u32 firstlineno, __u64 filename, __u64 name)
+{
+	__u64 h = (filename ^ (name << 1)) * 0x9e3779b97f4a7c15ULL;
+
+	return firstlineno ^ (__u32)(h >> 32);
+}
 
 /* stack flags */
 #define STACK_TRUNCATED 1u       /* frames above PYPERF_MAX_FRAMES were cut (root side) */

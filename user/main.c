@@ -50,11 +50,11 @@ static int fail_usage(const char *fmt, const char *arg)
 
 static int parse_pids(const char *arg, struct record_opts *o)
 {
-	char *copy = strdup(arg), *save = NULL;
+	char *copy = strdup(arg), *rest = copy, *t;
 
 	if (!copy)
 		return -1;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	while ((t = strsep(&rest, ","))) {
 		char *end;
 		long v;
 		int *pids;

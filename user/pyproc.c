@@ -120,7 +120,9 @@ static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t err
 			return PYPROC_OK;
 		}
 	}
-	t = py_offsets_for_version(out->major, out->minor);
+	/* The target published debug offsets we refused (e.g. a free-threaded
+	 * build): the table, made for the default build, would misread it. */
+	t = why[0] ? NULL : py_offsets_for_version(out->major, out->minor);
 	if (t) {
 		out->off = *t;
 		return PYPROC_OK;

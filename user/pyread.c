@@ -5,8 +5,8 @@
  * otherwise, 1, 2 or 4 bytes each (the `kind` bits of `state`).  They are
  * converted to UTF-8.  Names and paths are read whole, never cut.
  * Code objects: one read of the header gives the pointers to name, file and
- * line table; co_firstlineno doubles as the check that the address still holds
- * the code object the sampler saw. */
+ * line table, and what py_code_check() needs to confirm the address still
+ * holds the code object the sampler saw. */
 #include "pyread.h"
 #include "linetable.h"
 
@@ -156,8 +156,9 @@ struct pyfunc *pyread_code(int pid, uint64_t code, uint32_t check, const struct 
 	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen))
 		return NULL;
 	memcpy(&first, hdr + o->code_firstlineno, sizeof(first));
-	if ((uint32_t)first != check)
-		return NULL;
+	if (py_code_check((uint32_t)first, field_ptr(hdr, o->code_filename),
+			  field_ptr(hdr, o->code_name)) != check)
+		return NULL; /* freed, and the address now holds another code object */
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;

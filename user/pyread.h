@@ -23,7 +23,7 @@ int mem_read(int pid, uint64_t addr, void *buf, size_t len);
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o);
 /* A bytes object's contents (malloc'd, *len set), or NULL. */
 uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len);
-/* The code object at `code` whose co_firstlineno is `check`, or NULL when it
+/* The code object at `code` whose py_code_check() is `check`, or NULL when it
  * cannot be read or is no longer that code object. */
 struct pyfunc *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o);
 /* A placeholder for a code object that could not be read. */

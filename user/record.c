@@ -434,7 +434,7 @@ int record_run(const struct record_opts *o)
 	r.o = o;
 	profile_init(&r.prof);
 	install_signals();
-	if (open_output(&r, err, sizeof(err)))
+	if (sampler_check_privileges(err, sizeof(err)) || open_output(&r, err, sizeof(err)))
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;

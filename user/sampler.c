@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,11 +56,30 @@ static const char *btf_path(void)
 	return p && *p ? p : "/sys/kernel/btf/vmlinux";
 }
 
+#define NO_PRIVILEGE_MSG "permission denied: run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)"
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+int sampler_check_privileges(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return 0; /* cannot tell: let the kernel decide at load time */
+	if (has_cap(d, CAP_SYS_ADMIN) || (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON)))
+		return 0;
+	snprintf(err, errlen, NO_PRIVILEGE_MSG);
+	return -1;
+}
+
 static void explain_load_error(int e, char *err, size_t errlen)
 {
 	if (e == EPERM || e == EACCES)
-		snprintf(err, errlen, "permission denied loading the BPF sampler: run as root "
-			 "(or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)");
+		snprintf(err, errlen, NO_PRIVILEGE_MSG);
 	else
 		snprintf(err, errlen, "cannot load the BPF sampler: %s (rerun with -v for details)",
 			 strerror(e));

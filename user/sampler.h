@@ -20,6 +20,8 @@ struct sampler_opts {
 typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
 typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count);
 
+/* 0 if this process may load and attach the sampler; else -1 and why. */
+int sampler_check_privileges(char *err, size_t errlen);
 int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_event_fn fn,
 		 void *ctx, char *err, size_t errlen);
 int sampler_add_target(struct sampler *s, uint32_t pid);

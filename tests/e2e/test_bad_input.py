@@ -28,8 +28,10 @@ def assert_clean_failure(r, tmp_path, needle, code=None):
     (["-p", "1", "--", "true"], "not both"),
 ])
 def test_bad_option_is_one_line_and_exit_2(args, needle, tmp_path):
-    r = run_pyperf([a.replace("{tmp}", str(tmp_path)) for a in args] + ["-o", str(tmp_path / "x.folded")]
-                   if "-o" not in args else [a.replace("{tmp}", str(tmp_path)) for a in args])
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "-o" not in args:
+        args = ["-o", str(tmp_path / "x.folded")] + args
+    r = run_pyperf(args)
     assert_clean_failure(r, tmp_path, needle, code=2)
 
 

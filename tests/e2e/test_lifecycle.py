@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from conftest import PYPERF, WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
 
 SHORT = """
 import time
@@ -72,11 +72,27 @@ def _signal_during_recording(sig, tmp_path, python):
         proc.wait()
 
 
-@supported_pythons()
-def test_sigint_still_writes_profile(python, tmp_path):
-    _signal_during_recording(signal.SIGINT, tmp_path, python[0])
+# Signal handling is the loader's, not the interpreter's: one version is enough.
+def test_sigint_still_writes_profile(tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    _signal_during_recording(signal.SIGINT, tmp_path, SUPPORTED[-1][0])
 
 
-@supported_pythons()
-def test_sigterm_still_writes_profile(python, tmp_path):
-    _signal_during_recording(signal.SIGTERM, tmp_path, python[0])
+def test_sigterm_still_writes_profile(tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    _signal_during_recording(signal.SIGTERM, tmp_path, SUPPORTED[-1][0])
+
+
+def test_sigint_with_command_writes_profile_and_stops_it(tmp_path):
+    """Ctrl-C in a terminal reaches both the profiler and the command."""
+    assert SUPPORTED, "no supported CPython"
+    out = tmp_path / "c.folded"
+    rec = subprocess.Popen([PYPERF, "-F", "499", "-o", str(out), "--", SUPPORTED[-1][0],
+                            os.path.join(WORKLOADS, "split.py"), "60", str(tmp_path / "t.json")],
+                           stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    time.sleep(3)
+    os.killpg(rec.pid, signal.SIGINT)
+    _, err = rec.communicate(timeout=30)
+    assert rec.returncode == 128 + signal.SIGINT or rec.returncode == 1, (rec.returncode, err)
+    assert "leaf_a" in {names(f)[-1] for f, _ in parse_folded(out.read_text())}
