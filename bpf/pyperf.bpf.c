@@ -95,10 +95,13 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
-/* per-CPU scratch: the stack being built and one frame's bytes */
+/* per-CPU scratch: the stack being built, a window of frame memory, a code object */
 struct scratch {
 	struct ev_stack ev;
-	__u8 frame_buf[PYPERF_FRAME_READ_MAX + 8];
+	__u64 win_lo, win_hi;    /* target addresses held in window (kept here, not on
+				  * the stack, so the verifier does not track them) */
+	__u8 window[PYPERF_WINDOW + PYPERF_FRAME_READ_MAX + 8];
+	__u8 code_buf[PYPERF_FRAME_READ_MAX + 8];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -177,21 +180,19 @@ static long thread_step(__u32 i, struct thread_walk *w)
 static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, __u32 tid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fsbase = task->thread.fsbase;
+	__u64 fsbase = task->thread.fsbase, interp, now;
 	const struct py_offsets *o = &p->off;
 	struct tstate_cache *c = bpf_map_lookup_elem(&tcache, &tid);
-	__u64 now = bpf_ktime_get_ns();
-	struct tstate_cache fresh = { .tgid = tgid, .stamp_ns = now };
+	struct tstate_cache fresh = { .tgid = tgid };
 	struct thread_walk w = { .want = fsbase, .next_off = o->tstate_next,
 				 .id_off = o->tstate_thread_id };
-	__u64 interp;
 
-	if (c && c->tgid == tgid) {
-		if (c->tstate && read_ptr(c->tstate + o->tstate_thread_id) == fsbase)
-			return c->tstate;
-		if (!c->tstate && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
-			return 0;
-	}
+	if (c && c->tgid == tgid && c->tstate &&
+	    read_ptr(c->tstate + o->tstate_thread_id) == fsbase)
+		return c->tstate; /* the common case: one map lookup, one read */
+	now = bpf_ktime_get_ns();
+	if (c && c->tgid == tgid && !c->tstate && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
+		return 0;
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
 	if (interp)
 		w.tstate = read_ptr(interp + o->interp_threads_head);
@@ -199,6 +200,7 @@ static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, 
 		return 0; /* interpreter not (yet) running: nothing worth caching */
 	bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
 	fresh.tstate = w.found;
+	fresh.stamp_ns = now;
 	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
 	return w.found;
 }
@@ -210,9 +212,9 @@ struct frame_walk {
 	const struct py_offsets *o;
 	__u64 frame;
 	__u64 hash;
-	__u32 n;
 	__u32 flags;
 	__u32 read_len;          /* bytes of a frame to read */
+	__u32 win_size;          /* bytes to read below a frame (3.11+ frames are stacked) */
 	__u16 code_lo, code_len; /* span of a code object holding the check fields */
 };
 
@@ -234,7 +236,7 @@ static __always_inline __u64 buf_u64(const __u8 *buf, __u16 off)
 static __always_inline __u32 code_check(struct frame_walk *w, __u64 code)
 {
 	const struct py_offsets *o = w->o;
-	__u8 *buf = w->s->frame_buf;
+	__u8 *buf = w->s->code_buf;
 	__u32 len = w->code_len, first;
 
 	if (len > PYPERF_FRAME_READ_MAX)
@@ -246,12 +248,54 @@ static __always_inline __u32 code_check(struct frame_walk *w, __u64 code)
 			     buf_u64(buf, o->code_name - w->code_lo));
 }
 
+/* second pass, only for a stack new in this counts map: identify its code objects */
+static long check_step(__u32 i, struct frame_walk *w)
+{
+	struct py_frame *f;
+
+	if (i >= w->s->ev.nframes)
+		return 1;
+	f = &w->s->ev.frames[i & (PYPERF_MAX_FRAMES - 1)];
+	f->check = code_check(w, f->code);
+	return 0;
+}
+
+/* The bytes of the frame at w->frame, from the window or read into it.  3.11+
+ * keeps frames of Python-to-Python calls stacked in one memory area, callers
+ * below callees, so one read below the leaf covers several frames.  The
+ * window never reaches below the frame's own page, so it cannot fault. */
+static __always_inline __u8 *frame_bytes(struct frame_walk *w)
+{
+	struct scratch *s = w->s;
+	__u64 fr = w->frame, end = fr + w->read_len, lo;
+	__u32 len;
+
+	if (fr < s->win_lo || end > s->win_hi) {
+		lo = end - w->win_size;
+		if (lo < (fr & ~4095ULL))
+			lo = fr & ~4095ULL;
+		if (lo > fr)
+			lo = fr;
+		/* end - lo <= max(win_size, read_len) <= PYPERF_WINDOW; the mask
+		 * states the bound in a form the verifier keeps */
+		len = (end - lo) & (2 * PYPERF_WINDOW - 1);
+		if (len > PYPERF_WINDOW)
+			return NULL;
+		if (bpf_probe_read_user(s->window, len, (void *)lo))
+			return NULL;
+		s->win_lo = lo;
+		s->win_hi = end;
+	}
+	return s->window + ((fr - s->win_lo) & (PYPERF_WINDOW - 1));
+}
+
 static long frame_step(__u32 i, struct frame_walk *w)
 {
 	const struct py_offsets *o = w->o;
-	__u8 *buf = w->s->frame_buf;
+	__u8 *buf;
 	__u64 code, instr_raw;
-	__u32 instr, check, n = w->n, len = w->read_len;
+	__u32 instr, n = w->s->ev.nframes; /* in the map value: untracked, so
+						* the verifier need not unroll the loop */
 	struct py_frame *f;
 
 	if (!w->frame)
@@ -260,9 +304,8 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		w->flags |= STACK_TRUNCATED;
 		return 1;
 	}
-	if (len > PYPERF_FRAME_READ_MAX)
-		len = PYPERF_FRAME_READ_MAX;
-	if (bpf_probe_read_user(buf, len, (void *)w->frame)) {
+	buf = frame_bytes(w);
+	if (!buf) {
 		w->flags |= STACK_BAD_READ;
 		return 1;
 	}
@@ -280,14 +323,11 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		instr = (__s32)instr_raw < 0 ? (__u32)-1 : (__u32)instr_raw * 2;
 	else
 		instr = (__u32)instr_raw;
-	check = code_check(w, code);
-
 	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
 	f->code = code;
 	f->instr = instr;
-	f->check = check;
-	w->hash = mix(mix(w->hash, code), ((__u64)check << 32) | instr);
-	w->n = n + 1;
+	w->hash = mix(mix(w->hash, code), instr);
+	w->s->ev.nframes = n + 1;
 	return 0;
 }
 
@@ -328,10 +368,12 @@ static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u
 	*len = max + 8 - min;
 }
 
-/* add one sample of this stack; announce the stack when the key is new */
-static __always_inline void count_stack(struct scratch *s, struct stack_key *key)
+/* Add one sample of this stack.  When the key is new in this counts map, name
+ * its code objects (check_step) and announce it; samples of a known key read
+ * no code object at all. */
+static __always_inline void count_stack(struct frame_walk *w, struct stack_key *key, __u32 idx)
 {
-	__u32 idx = active & 1;
+	struct scratch *s = w->s;
 	void *m = bpf_map_lookup_elem(&counts, &idx);
 	__u64 one = 1, *v, size;
 	long err;
@@ -344,6 +386,8 @@ static __always_inline void count_stack(struct scratch *s, struct stack_key *key
 		stat_inc(STAT_STACKS);
 		return;
 	}
+	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
+	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = EV_STACK_HDR_SIZE + (__u64)(s->ev.nframes & (PYPERF_MAX_FRAMES * 2 - 1)) *
 					   sizeof(struct py_frame);
 	if (size > sizeof(s->ev))
@@ -374,6 +418,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct frame_walk w = {};
 	struct stack_key key;
 	__u64 tstate;
+	__u32 idx = active & 1;
 
 	if (!tgid || !is_profiled(tgid))
 		return 0;
@@ -395,13 +440,18 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	w.s = s;
 	w.o = &p->off;
 	w.frame = top_frame(tstate, &p->off);
-	w.hash = mix(0x5eed, tgid);
+	/* the counts map's parity is part of the key: a stack announced again
+	 * after the loader drained the other map never shares a key with it */
+	w.hash = mix(0x5eed + idx, tgid);
 	w.read_len = frame_read_len(&p->off);
+	w.win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w.read_len;
+	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
 	code_span(&p->off, &w.code_lo, &w.code_len);
 	if (!w.frame) {
 		stat_inc(STAT_NO_FRAMES);
 		return 0;
 	}
+	s->ev.nframes = 0;
 	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, &w, 0);
 	if (w.frame && !(w.flags & STACK_BAD_READ))
 		w.flags |= STACK_TRUNCATED;
@@ -409,7 +459,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(STAT_TRUNCATED);
 	if (w.flags & STACK_BAD_READ)
 		stat_inc(STAT_BAD_READ);
-	if (!w.n) {
+	if (!s->ev.nframes) {
 		stat_inc(STAT_NO_FRAMES);
 		return 0;
 	}
@@ -417,17 +467,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	s->ev.kind = EV_STACK;
 	s->ev.pid = tgid;
 	s->ev.tid = tid;
-	s->ev.nframes = w.n;
 	s->ev.flags = w.flags;
 	s->ev.gen = p->gen;
-	s->ev.hash = mix(mix(w.hash, w.n), w.flags);
-	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
+	s->ev.hash = mix(mix(w.hash, s->ev.nframes), w.flags);
 	key.pid = tgid;
 	key.tid = tid;
 	key.gen = p->gen;
 	key.pad = 0;
 	key.hash = s->ev.hash;
-	count_stack(s, &key);
+	count_stack(&w, &key, idx);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 #define PYPERF_COMM_LEN 16
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
+#define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */
 
 /* How a frame says where it is in its code. */
 enum py_instr_kind {

@@ -108,7 +108,7 @@ static struct pyfunc *name_code(struct profile *p, struct pproc *pp, uint32_t ge
 	return fn;
 }
 
-static void remember_thread(struct profile *p, uint32_t tid, const char *comm)
+void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
 {
 	char *name = hmap_get(&p->threads, &tid, sizeof(tid));
 
@@ -123,34 +123,67 @@ static void remember_thread(struct profile *p, uint32_t tid, const char *comm)
 	name[PYPERF_COMM_LEN] = 0;
 }
 
-int profile_add_stack(struct profile *p, const struct ev_stack *ev)
+static bool same_raw(const struct pstack *st, uint32_t flags, const struct py_frame *raw,
+		     uint32_t n)
 {
-	struct pproc *pp = profile_proc(p, ev->pid);
-	struct stack_id id = { .hash = ev->hash, .gen = ev->gen };
-	struct pstack *st;
-	uint32_t n = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;
+	return st->raw && st->nframes == n && st->flags == flags &&
+	       !memcmp(st->raw, raw, n * sizeof(*raw));
+}
+
+int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
+			 uint32_t flags, const struct pframe *frames, uint32_t n,
+			 const struct py_frame *raw)
+{
+	struct pproc *pp = profile_proc(p, (int)pid);
+	struct stack_id id = { .hash = hash, .gen = gen };
+	struct pstack *st, *old;
 
 	if (!pp)
 		return -1;
-	remember_thread(p, ev->tid, ev->comm);
-	if (hmap_get(&pp->stacks, &id, sizeof(id)))
+	old = hmap_get(&pp->stacks, &id, sizeof(id));
+	if (old && (!raw || same_raw(old, flags, raw, n)))
 		return 0; /* announced again after a drain: already known */
 	st = malloc(sizeof(*st) + n * sizeof(st->frames[0]));
 	if (!st)
 		return -1;
-	st->pid = ev->pid;
-	st->flags = ev->flags;
+	st->pid = pid;
+	st->flags = flags;
 	st->nframes = n;
-	for (uint32_t i = 0; i < n; i++) {
-		st->frames[i].fn = name_code(p, pp, ev->gen, &ev->frames[i]);
-		st->frames[i].instr = ev->frames[i].instr;
-		if (!st->frames[i].fn) {
-			free(st);
-			return -1;
-		}
-	}
+	st->raw = NULL;
+	memcpy(st->frames, frames, n * sizeof(st->frames[0]));
 	own(p, st);
+	if (raw) {
+		st->raw = malloc(n * sizeof(*raw) + 1);
+		if (!st->raw)
+			return -1;
+		memcpy(st->raw, raw, n * sizeof(*raw));
+		own(p, st->raw);
+	}
 	return hmap_put(&pp->stacks, &id, sizeof(id), st);
+}
+
+int profile_add_stack(struct profile *p, const struct ev_stack *ev)
+{
+	static struct pframe frames[PYPERF_MAX_FRAMES];
+	struct pproc *pp = profile_proc(p, ev->pid);
+	struct stack_id id = { .hash = ev->hash, .gen = ev->gen };
+	uint32_t n = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;
+	struct pstack *old;
+
+	if (!pp)
+		return -1;
+	profile_set_thread_name(p, ev->tid, ev->comm);
+	old = hmap_get(&pp->stacks, &id, sizeof(id));
+	if (old && same_raw(old, ev->flags, ev->frames, n))
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		frames[i].fn = name_code(p, pp, ev->gen, &ev->frames[i]);
+		frames[i].instr = ev->frames[i].instr;
+		if (!frames[i].fn)
+			return -1;
+	}
+	return profile_insert_stack(p, ev->pid, ev->gen, ev->hash, ev->flags, frames, n,
+				    ev->frames);
 }
 
 void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count)

@@ -25,6 +25,7 @@ struct pstack {
 	uint32_t pid;
 	uint32_t flags;              /* STACK_TRUNCATED, STACK_BAD_READ */
 	uint32_t nframes;
+	struct py_frame *raw;        /* as the sampler sent them (NULL if built by hand) */
 	struct pframe frames[];      /* leaf first */
 };
 
@@ -64,6 +65,13 @@ void profile_free(struct profile *p);
 struct pproc *profile_proc(struct profile *p, int pid);
 /* Record a newly announced stack, naming its code objects now. */
 int profile_add_stack(struct profile *p, const struct ev_stack *ev);
+/* Record a stack whose frames are already named (leaf first); used by
+ * profile_add_stack and by tests.  frames and raw (may be NULL) are copied.
+ * A key already known is kept unless raw is given and differs: then the key
+ * names the new stack from now on (its code objects were replaced). */
+int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
+			 uint32_t flags, const struct pframe *frames, uint32_t n,
+			 const struct py_frame *raw);
 /* Add count samples of the stack the sampler keyed as k. */
 void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count);
 /* pid is (now) the Python image py, generation gen. */
@@ -71,6 +79,8 @@ void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uin
 
 /* All (stack, thread) samples, in a stable order (caller frees the array). */
 struct psample **profile_samples(const struct profile *p, size_t *n);
+/* Remember thread tid's name (comm, up to PYPERF_COMM_LEN bytes). */
+void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm);
 /* Name of thread tid as the kernel knew it, or "?". */
 const char *profile_thread_name(const struct profile *p, uint32_t tid);
 /* Number of processes with at least one sample. */

@@ -36,7 +36,7 @@ static bool libbpf_verbose;
 
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (!libbpf_verbose || level == LIBBPF_DEBUG)
+	if (!libbpf_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
@@ -78,8 +78,11 @@ int sampler_check_privileges(char *err, size_t errlen)
 
 static void explain_load_error(int e, char *err, size_t errlen)
 {
-	if (e == EPERM || e == EACCES)
+	if (e == EPERM)
 		snprintf(err, errlen, NO_PRIVILEGE_MSG);
+	else if (e == EACCES)
+		snprintf(err, errlen, "the kernel's BPF verifier rejected the sampler (rerun with -v "
+			 "for its log)");
 	else
 		snprintf(err, errlen, "cannot load the BPF sampler: %s (rerun with -v for details)",
 			 strerror(e));
@@ -99,6 +102,11 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	}
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(print_libbpf);
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 0) {
+		snprintf(err, errlen, "this kernel lacks the bpf_loop helper (Linux 5.17 or later is "
+			 "needed)");
+		return -1;
+	}
 	oo.btf_custom_path = getenv("PYPERF_VMLINUX_BTF");
 	s = calloc(1, sizeof(*s));
 	if (!s) {

@@ -1,0 +1,48 @@
+"""Finding Python processes: whole-host mode picks up processes started during
+the run; 3.13+ processes are read through their own _Py_DebugOffsets."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, supported_pythons
+
+
+@supported_pythons()
+def test_whole_host_mode_finds_process_started_during_run(python, tmp_path):
+    out = tmp_path / "all.folded"
+    rec = subprocess.Popen([PYPERF, "-d", "4", "-F", "199", "-v", "-o", str(out)],
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        work = subprocess.run([python[0], os.path.join(WORKLOADS, "split.py"), "1.5",
+                               str(tmp_path / "t.json")], capture_output=True, timeout=60)
+        assert work.returncode == 0
+        _, err = rec.communicate(timeout=60)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+    assert rec.returncode == 0, err
+    mine = [(f, c) for f, c in parse_folded(out.read_text()) if "split.py" in f[0]]
+    assert mine, "the process started during the run was not profiled"
+    assert {"leaf_a", "leaf_b", "leaf_c"} <= {names(f)[-1] for f, _ in mine}
+
+
+THIRTEEN_PLUS = [p for p in SUPPORTED if p[1] >= (3, 13)]
+
+
+@pytest.mark.parametrize("python", THIRTEEN_PLUS, ids=[f"{v[0]}.{v[1]}" for _, v in THIRTEEN_PLUS])
+def test_313_plus_uses_debug_offsets(python, tmp_path):
+    out = tmp_path / "d.folded"
+    r = subprocess.run([PYPERF, "-v", "-F", "199", "-o", str(out), "--", python[0], "-c",
+                        "import time\nend=time.monotonic()+0.5\nwhile time.monotonic()<end: pass"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "offsets from _Py_DebugOffsets" in r.stderr, r.stderr
+    assert any(names(f)[:1] == ["<module>"] for f, _ in parse_folded(out.read_text()))
+
+
+def test_some_313_plus_interpreter_present():
+    if not THIRTEEN_PLUS:
+        pytest.skip("no CPython 3.13+ on this machine: _Py_DebugOffsets path untested end to end")

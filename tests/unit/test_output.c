@@ -1,0 +1,180 @@
+/* test_output.c - folded and report output from hand-built profiles: frame
+ * order, merging, synthetic root frames, own/total accounting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "linetable.h"
+#include "output.h"
+#include "profile.h"
+
+#define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
+
+/* lnotab: line 10 for offsets 0-3, line 11 from offset 4 */
+static uint8_t lnotab[] = { 4, 1 };
+static struct pyfunc f_module = { "<module>", "/w/app.py", 1, LT_LNOTAB, NULL, 0 };
+static struct pyfunc f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0 };
+static struct pyfunc f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab) };
+static struct pyfunc f_other = { "other", "/w/lib.py", 20, LT_LNOTAB, NULL, 0 };
+static struct pyfunc f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0 };
+
+static void add(struct profile *p, uint64_t hash, uint32_t tid, uint32_t flags, uint64_t count,
+		uint32_t n, ...)
+{
+	struct pframe frames[16];
+	struct stack_key k = { .pid = PID, .tid = tid, .gen = 1, .hash = hash };
+	va_list ap;
+
+	va_start(ap, n);
+	for (uint32_t i = 0; i < n; i++) {
+		frames[i].fn = va_arg(ap, struct pyfunc *);
+		frames[i].instr = va_arg(ap, uint32_t);
+	}
+	va_end(ap);
+	assert_int_equal(profile_insert_stack(p, PID, 1, hash, flags, frames, n, NULL), 0);
+	profile_add_count(p, &k, count);
+}
+
+static char *render(const struct profile *p, int format, bool lines, bool threads, bool procs)
+{
+	struct out_ctx c = { .prof = p, .lines = lines, .threads = threads, .proc_frames = procs,
+			     .duration_s = 2.0, .freq = 100, .ncpus = 2, .top = 10 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(format == FMT_FOLDED ? out_folded(f, &c) : out_report(f, &c), 0);
+	fclose(f);
+	return buf;
+}
+
+static void folded_is_root_first_with_lines(void **state)
+{
+	struct profile p;
+	char *out;
+
+	profile_init(&p);
+	add(&p, 1, 7, 0, 5, 3, &f_leaf, 4u, &f_main, 0u, &f_module, 0u);
+	out = render(&p, FMT_FOLDED, true, false, false);
+	assert_string_equal(out, "<module> (/w/app.py:1);main (/w/app.py:5);leaf (/w/app.py:11) 5\n");
+	free(out);
+	profile_free(&p);
+}
+
+static void no_lines_merges_frames_of_one_function(void **state)
+{
+	struct profile p;
+	char *out;
+
+	profile_init(&p);
+	add(&p, 1, 7, 0, 5, 2, &f_leaf, 0u, &f_main, 0u);
+	add(&p, 2, 7, 0, 3, 2, &f_leaf, 6u, &f_main, 0u);
+	add(&p, 1, 8, 0, 2, 0); /* same stack hash, other thread: adds to the same line */
+	out = render(&p, FMT_FOLDED, true, false, false);
+	assert_string_equal(out, "main (/w/app.py:5);leaf (/w/app.py:10) 7\n"
+				 "main (/w/app.py:5);leaf (/w/app.py:11) 3\n");
+	free(out);
+	out = render(&p, FMT_FOLDED, false, false, false);
+	assert_string_equal(out, "main (/w/app.py);leaf (/w/app.py) 10\n");
+	free(out);
+	profile_free(&p);
+}
+
+static void root_frames_name_process_thread_and_truncation(void **state)
+{
+	struct profile p;
+	char *out;
+
+	profile_init(&p);
+	profile_set_thread_name(&p, 42, "worker");
+	add(&p, 1, 42, STACK_TRUNCATED, 1, 1, &f_other, 0u);
+	out = render(&p, FMT_FOLDED, true, true, true);
+	assert_string_equal(out, "process 4000000 ?;thread 42 worker;[truncated];other (/w/lib.py:20) 1\n");
+	free(out);
+	profile_free(&p);
+}
+
+static void semicolons_in_names_do_not_split_frames(void **state)
+{
+	struct profile p;
+	char *out;
+
+	profile_init(&p);
+	add(&p, 1, 1, 0, 2, 1, &f_semi, 0u);
+	out = render(&p, FMT_FOLDED, true, false, false);
+	assert_string_equal(out, "odd:name (/w/a:b.py:3) 2\n");
+	free(out);
+	profile_free(&p);
+}
+
+static void report_counts_recursion_once_in_total(void **state)
+{
+	struct profile p;
+	char *out;
+
+	profile_init(&p);
+	/* leaf calls itself: counted once per sample in total */
+	add(&p, 1, 1, 0, 3, 3, &f_leaf, 0u, &f_leaf, 4u, &f_main, 0u);
+	add(&p, 2, 1, 0, 1, 2, &f_other, 0u, &f_main, 0u);
+	out = render(&p, FMT_REPORT, true, false, false);
+	assert_non_null(strstr(out, "pyperf-bpf: 4 samples in 2.00 s at 100 Hz per CPU (2 CPUs)"));
+	/* by own: leaf 75 %, other 25 %, main 0 % own but 100 % total */
+	assert_non_null(strstr(out, " 75.00%  75.00%    0.03s      0.03s  leaf (/w/app.py:10)"));
+	assert_non_null(strstr(out, " 25.00%  25.00%    0.01s      0.01s  other (/w/lib.py:20)"));
+	assert_non_null(strstr(out, "  0.00% 100.00%    0.00s      0.04s  main (/w/app.py:5)"));
+	/* the total table starts with main */
+	{
+		const char *t = strstr(out, "Top functions by total time");
+
+		assert_non_null(t);
+		t = strchr(strchr(t, '\n') + 1, '\n') + 1;
+		assert_memory_equal(t, "  0.00% 100.00%", 15);
+	}
+	free(out);
+	profile_free(&p);
+}
+
+static void unknown_stack_counts_are_unattributed(void **state)
+{
+	struct profile p;
+	struct stack_key k = { .pid = PID, .tid = 1, .gen = 1, .hash = 99 };
+
+	profile_init(&p);
+	profile_add_count(&p, &k, 4);
+	assert_int_equal(p.unattributed, 4);
+	assert_int_equal(p.total, 0);
+	profile_free(&p);
+}
+
+static void formats_by_name_and_extension(void **state)
+{
+	assert_int_equal(out_format_parse("folded"), FMT_FOLDED);
+	assert_int_equal(out_format_parse("report"), FMT_REPORT);
+	assert_int_equal(out_format_parse("svg"), -1);
+	assert_int_equal(out_format_from_path("/x/y.folded"), FMT_FOLDED);
+	assert_int_equal(out_format_from_path("a.collapsed"), FMT_FOLDED);
+	assert_int_equal(out_format_from_path("r.txt"), FMT_REPORT);
+	assert_int_equal(out_format_from_path("noext"), -1);
+	assert_int_equal(out_format_from_path("a.weird"), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(folded_is_root_first_with_lines),
+		cmocka_unit_test(no_lines_merges_frames_of_one_function),
+		cmocka_unit_test(root_frames_name_process_thread_and_truncation),
+		cmocka_unit_test(semicolons_in_names_do_not_split_frames),
+		cmocka_unit_test(report_counts_recursion_once_in_total),
+		cmocka_unit_test(unknown_stack_counts_are_unattributed),
+		cmocka_unit_test(formats_by_name_and_extension),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
