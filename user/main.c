@@ -207,6 +207,14 @@ int main(int argc, char **argv)
 	rc = parse_record(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (getenv("PYPERF_COUNTS_ENTRIES")) {
+		long v;
+
+		if (!parse_long(getenv("PYPERF_COUNTS_ENTRIES"), 1, 1 << 24, &v))
+			return fail_usage("PYPERF_COUNTS_ENTRIES: not a number from 1 to 16777216: '%s'",
+					  getenv("PYPERF_COUNTS_ENTRIES"));
+		o.counts_entries = (unsigned)v;
+	}
 	rc = record_run(&o);
 	free(o.pids);
 	return rc;

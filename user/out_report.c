@@ -13,11 +13,6 @@ struct fn_row {
 	size_t last_sample;          /* index of the last sample that added to total */
 };
 
-struct fn_key {
-	const char *name, *file;
-	int64_t line;
-};
-
 static struct fn_row *row_for(struct hmap *rows, const struct pyfunc *fn)
 {
 	/* functions are unique by content, not pointer: the same code object can

@@ -424,7 +424,7 @@ int record_run(const struct record_opts *o)
 {
 	struct recorder r;
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
-				   .verbose = o->verbose };
+				   .verbose = o->verbose, .counts_entries = o->counts_entries };
 	char err[1024];
 	int go = -1, errfd = -1, rc = 1;
 	uint64_t start;

@@ -16,6 +16,7 @@ struct record_opts {
 	bool threads, no_lines, verbose;
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
+	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
 };
 
 /* Run a recording; returns the process exit status. */

@@ -121,6 +121,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		return -1;
 	}
 	s->skel->rodata->filter_targets = o->filter_targets;
+	if (o->counts_entries) {
+		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
+		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
+	}
 	e = pyperf_bpf__load(s->skel);
 	if (e) {
 		explain_load_error(-e, err, errlen);

@@ -14,6 +14,7 @@ struct sampler_opts {
 	bool filter_targets;         /* only processes added with sampler_add_target */
 	int freq;                    /* samples per second per CPU */
 	bool verbose;                /* pass libbpf's messages through */
+	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
 };
 
 /* Called for every ring buffer record (struct ev_header first). */

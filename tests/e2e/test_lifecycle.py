@@ -1,7 +1,9 @@
 """Processes that come and go: a command that runs half a second keeps its
 function names; -p attaches to a running process; signals still write the
 profile."""
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,3 +98,24 @@ def test_sigint_with_command_writes_profile_and_stops_it(tmp_path):
     _, err = rec.communicate(timeout=30)
     assert rec.returncode == 128 + signal.SIGINT or rec.returncode == 1, (rec.returncode, err)
     assert "leaf_a" in {names(f)[-1] for f, _ in parse_folded(out.read_text())}
+
+
+def test_full_counts_map_drops_are_counted_and_reported(tmp_path):
+    """With a counts map of 2 entries most distinct stacks cannot be counted:
+    the report says how many samples were dropped, and they add up."""
+    assert SUPPORTED, "no supported CPython"
+    out, stats = tmp_path / "r.txt", tmp_path / "s.json"
+    env = dict(os.environ, PYPERF_COUNTS_ENTRIES="2")
+    r = run_pyperf(["-F", "499", "-o", str(out), "--stats-json", str(stats), "--",
+                    SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "2",
+                    str(tmp_path / "t.json")], env=env)
+    assert r.returncode == 0, r.stderr
+    report = out.read_text()
+    m = re.search(r"Lost samples: (\d+) \(counts map full (\d+),", report)
+    assert m and int(m.group(2)) > 0, report[:800]
+    counted = int(re.match(r"pyperf-bpf: (\d+) samples", report).group(1))
+    s = json.loads(stats.read_text())
+    walked = s["stat_samples"]
+    # every sample that reached a stack was either counted or dropped as map-full
+    assert counted + int(m.group(2)) <= walked
+    assert counted + int(m.group(2)) >= 0.9 * walked, (counted, m.group(2), walked)

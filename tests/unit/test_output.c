@@ -152,6 +152,32 @@ static void unknown_stack_counts_are_unattributed(void **state)
 	profile_free(&p);
 }
 
+/* A key announced again with other code objects (their addresses were reused)
+ * names the new stack from then on; counts already taken keep the old names. */
+static void reannounced_key_with_new_code_gets_new_stack(void **state)
+{
+	struct profile p;
+	struct py_frame raw1[1] = { { .code = 0x1000, .instr = 4, .check = 111 } };
+	struct py_frame raw2[1] = { { .code = 0x1000, .instr = 4, .check = 222 } };
+	struct pframe fr1[1] = { { &f_leaf, 4 } }, fr2[1] = { { &f_other, 4 } };
+	struct stack_key k = { .pid = PID, .tid = 1, .gen = 1, .hash = 5 };
+	char *out;
+
+	profile_init(&p);
+	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr1, 1, raw1), 0);
+	profile_add_count(&p, &k, 2);
+	/* same frames again: nothing changes */
+	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr2, 1, raw1), 0);
+	profile_add_count(&p, &k, 1);
+	/* other check: the key now means the new stack */
+	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr2, 1, raw2), 0);
+	profile_add_count(&p, &k, 4);
+	out = render(&p, FMT_FOLDED, false, false, false);
+	assert_string_equal(out, "leaf (/w/app.py) 3\nother (/w/lib.py) 4\n");
+	free(out);
+	profile_free(&p);
+}
+
 static void formats_by_name_and_extension(void **state)
 {
 	assert_int_equal(out_format_parse("folded"), FMT_FOLDED);
@@ -173,6 +199,7 @@ int main(void)
 		cmocka_unit_test(semicolons_in_names_do_not_split_frames),
 		cmocka_unit_test(report_counts_recursion_once_in_total),
 		cmocka_unit_test(unknown_stack_counts_are_unattributed),
+		cmocka_unit_test(reannounced_key_with_new_code_gets_new_stack),
 		cmocka_unit_test(formats_by_name_and_extension),
 	};
 
