@@ -19,6 +19,7 @@
  *
  * Errors are returned as -1 with a one-line message naming the file. */
 #include "elfsym.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,19 +32,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- opening ----------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
  * The array grows by doubling.  Errors are reported as -1 with errno set and
  * a one-line message naming the pid and file in the caller's buffer. */
 #include "procmaps.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,19 +24,6 @@
 
 #define DELETED_SUFFIX " (deleted)"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Copy of the path part of a maps line (NULL when there is none), with a
  * trailing newline and " (deleted)" removed; *deleted says whether the latter
