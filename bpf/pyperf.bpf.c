@@ -30,6 +30,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Only sample processes in `targets` (-p, or a command and its children). */
 const volatile bool filter_targets = false;
+/* Add the kernel stack of samples taken in the kernel. */
+const volatile bool kernel_stacks = true;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -79,6 +81,14 @@ struct counts_map {
 	__type(key, struct stack_key);
 	__type(value, __u64);
 } counts0 SEC(".maps"), counts1 SEC(".maps");
+
+/* kernel stacks of the samples in counts0 / counts1 (cleared with them) */
+struct kstack_map {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, PYPERF_KSTACK_ENTRIES);
+	__type(key, __u32);
+	__uint(value_size, PYPERF_KSTACK_DEPTH * sizeof(__u64));
+} kstacks0 SEC(".maps"), kstacks1 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -263,7 +273,8 @@ static long check_step(__u32 i, struct frame_walk *w)
 /* The bytes of the frame at w->frame, from the window or read into it.  3.11+
  * keeps frames of Python-to-Python calls stacked in one memory area, callers
  * below callees, so one read below the leaf covers several frames.  The
- * window never reaches below the frame's own page, so it cannot fault. */
+ * window never reaches below the frame's own page, so reading it fails only
+ * where reading the frame alone would. */
 static __always_inline __u8 *frame_bytes(struct frame_walk *w)
 {
 	struct scratch *s = w->s;
@@ -473,7 +484,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.pid = tgid;
 	key.tid = tid;
 	key.gen = p->gen;
-	key.pad = 0;
+	key.kstack = -1;
+	if (kernel_stacks) /* fails (no stack) for samples taken in user mode */
+		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
 	key.hash = s->ev.hash;
 	count_stack(&w, &key, idx);
 	return 0;

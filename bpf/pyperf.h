@@ -23,6 +23,8 @@
 #define PYPERF_MAX_THREADS 4096  /* PyThreadState list walk bound */
 #define PYPERF_COUNTS_ENTRIES 32768
 #define PYPERF_COMM_LEN 16
+#define PYPERF_KSTACK_DEPTH 127  /* kernel frames kept (PERF_MAX_STACK_DEPTH) */
+#define PYPERF_KSTACK_ENTRIES 8192
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
 #define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */
@@ -104,7 +106,7 @@ struct stack_key {
 	__u32 pid;                   /* tgid */
 	__u32 tid;
 	__u32 gen;                   /* proc_info.gen when sampled */
-	__u32 pad;
+	__s32 kstack;                /* id in kstacks[parity], or < 0: none */
 	__u64 hash;                  /* of pid, nframes, flags and frames */
 };
 

@@ -88,5 +88,10 @@ def func_name(frame):
     return m.group("name") if m else frame
 
 
+def is_kernel(frame):
+    return frame.endswith("_[k]")
+
+
 def names(frames):
-    return [func_name(f) for f in frames]
+    """Function names of the Python (and synthetic) frames, kernel frames left out."""
+    return [func_name(f) for f in frames if not is_kernel(f)]

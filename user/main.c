@@ -33,6 +33,8 @@ static void usage(FILE *f)
 		"                           default from -o's extension (.folded, .txt), else report\n"
 		"      --threads            start each stack with a frame naming its thread\n"
 		"      --no-lines           one frame per function instead of per line\n"
+		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
+		"      --python-only        Python frames only\n"
 		"      --top N              rows in each report table (default 20)\n"
 		"      --stats-json FILE    write run statistics (for benchmarks)\n"
 		"  -v, --verbose            say what is happening\n"
@@ -86,7 +88,7 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
 	return !errno && end != s && !*end && *out >= lo && *out <= hi;
 }
 
-enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON };
+enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -96,6 +98,8 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+	{ "python-only", no_argument, NULL, OPT_PY_ONLY },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -144,6 +148,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_NO_LINES:
 			o->no_lines = true;
+			break;
+		case OPT_NO_KERNEL:
+		case OPT_PY_ONLY: /* native frames are not sampled yet: the same for now */
+			o->no_kernel = true;
 			break;
 		case OPT_TOP:
 			if (!parse_long(optarg, 1, 1000000, &v))

@@ -27,6 +27,10 @@ static void render(struct sbuf *b, const struct out_ctx *c, const struct psample
 		if (i)
 			sb_putc(b, ';');
 	}
+	/* kernel frames at the leaf end, outermost first, marked as flame graph
+	 * tools expect */
+	for (uint32_t i = s->kstack ? s->kstack->n : 0; i-- > 0;)
+		sb_printf(b, ";%s_[k]", s->kstack->names[i]);
 }
 
 int out_folded(FILE *f, const struct out_ctx *c)

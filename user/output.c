@@ -35,7 +35,9 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 		sb_putc(b, ';');
 	}
 	if (s->stack->flags & STACK_TRUNCATED)
-		sb_puts(b, "[truncated];");
+		sb_puts(b, "[truncated];");   /* deeper than the sampler keeps */
+	if (s->stack->flags & STACK_BAD_READ)
+		sb_puts(b, "[incomplete];");  /* the walk met unreadable memory */
 }
 
 int out_format_parse(const char *name)

@@ -25,8 +25,8 @@ struct out_ctx {
 /* "name (file:line)", or "name (file)" without lines; ';' and newlines in
  * names are replaced so the label stays one folded frame. */
 void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines);
-/* The synthetic root frames of a sample (process, thread, truncation mark),
- * each followed by ';'. */
+/* The synthetic root frames of a sample (process, thread, and [truncated] or
+ * [incomplete] when the stack misses its root side), each followed by ';'. */
 void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psample *s);
 
 int out_folded(FILE *f, const struct out_ctx *c);

@@ -19,6 +19,7 @@ struct stack_id {
 
 struct sample_key {
 	struct pstack *stack;
+	struct kstack *kstack;
 	uint64_t tid;
 };
 
@@ -55,6 +56,8 @@ void profile_free(struct profile *p)
 	hmap_free(&p->procs, free_proc);
 	hmap_free(&p->samples, free);
 	hmap_free(&p->threads, free);
+	hmap_free(&p->kstacks, free);
+	ksyms_free(&p->ksyms);
 	for (size_t i = 0; i < p->nowned; i++)
 		free(p->owned[i]);
 	free(p->owned);
@@ -186,7 +189,36 @@ int profile_add_stack(struct profile *p, const struct ev_stack *ev)
 				    ev->frames);
 }
 
-void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count)
+/* the interned, named kernel stack for these addresses */
+static struct kstack *intern_kstack(struct profile *p, const uint64_t *ips, unsigned n)
+{
+	struct kstack *ks;
+
+	if (!n)
+		return NULL;
+	ks = hmap_get(&p->kstacks, ips, n * sizeof(*ips));
+	if (ks)
+		return ks;
+	if (!p->ksyms_state)
+		p->ksyms_state = ksyms_load(&p->ksyms, "/proc/kallsyms") ? -1 : 1;
+	ks = malloc(sizeof(*ks) + n * sizeof(ks->names[0]));
+	if (!ks)
+		return NULL;
+	ks->n = n;
+	for (unsigned i = 0; i < n; i++) {
+		const char *name = p->ksyms_state > 0 ? ksyms_name(&p->ksyms, ips[i]) : NULL;
+
+		ks->names[i] = name ? name : "[unknown]";
+	}
+	if (hmap_put(&p->kstacks, ips, n * sizeof(*ips), ks)) {
+		free(ks);
+		return NULL;
+	}
+	return ks;
+}
+
+void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count,
+		       const uint64_t *kips, unsigned nk)
 {
 	struct pproc *pp = hmap_get(&p->procs, &k->pid, sizeof(k->pid));
 	struct stack_id id = { .hash = k->hash, .gen = k->gen };
@@ -200,6 +232,7 @@ void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t co
 	}
 	memset(&sk, 0, sizeof(sk));
 	sk.stack = st;
+	sk.kstack = intern_kstack(p, kips, nk);
 	sk.tid = k->tid;
 	s = hmap_get(&p->samples, &sk, sizeof(sk));
 	if (!s) {
@@ -210,6 +243,7 @@ void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t co
 			return;
 		}
 		s->stack = st;
+		s->kstack = sk.kstack;
 		s->tid = k->tid;
 	}
 	s->count += count;

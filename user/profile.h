@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "hmap.h"
+#include "ksyms.h"
 #include "pyperf.h"
 #include "pyproc.h"
 #include "pyread.h"
@@ -29,8 +30,15 @@ struct pstack {
 	struct pframe frames[];      /* leaf first */
 };
 
+/* A kernel stack, named, leaf first. */
+struct kstack {
+	uint32_t n;
+	const char *names[];
+};
+
 struct psample {
 	struct pstack *stack;
+	struct kstack *kstack;       /* NULL: the sample was taken in user mode */
 	uint32_t tid;
 	uint64_t count;
 };
@@ -51,6 +59,9 @@ struct profile {
 	struct hmap procs;           /* pid -> struct pproc * */
 	struct hmap samples;         /* (struct pstack *, tid) -> struct psample * */
 	struct hmap threads;         /* tid -> thread name (char[PYPERF_COMM_LEN]) */
+	struct hmap kstacks;         /* kernel addresses -> struct kstack * */
+	struct ksyms ksyms;          /* loaded at the first kernel stack */
+	int ksyms_state;             /* 0 not loaded, 1 loaded, -1 unavailable */
 	uint64_t total;              /* samples counted */
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
@@ -72,8 +83,10 @@ int profile_add_stack(struct profile *p, const struct ev_stack *ev);
 int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
 			 uint32_t flags, const struct pframe *frames, uint32_t n,
 			 const struct py_frame *raw);
-/* Add count samples of the stack the sampler keyed as k. */
-void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count);
+/* Add count samples of the stack the sampler keyed as k, taken with kernel
+ * stack kips[0..nk) (leaf first; nk 0 for none). */
+void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count,
+		       const uint64_t *kips, unsigned nk);
 /* pid is (now) the Python image py, generation gen. */
 void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uint32_t gen);
 

@@ -161,9 +161,10 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void on_count(void *ctx, const struct stack_key *k, uint64_t count)
+static void on_count(void *ctx, const struct stack_key *k, uint64_t count, const uint64_t *kips,
+		     unsigned nk)
 {
-	profile_add_count(&((struct recorder *)ctx)->prof, k, count);
+	profile_add_count(&((struct recorder *)ctx)->prof, k, count, kips, nk);
 }
 
 /* ---- output file: created up front, renamed into place at the end ---- */
@@ -424,7 +425,8 @@ int record_run(const struct record_opts *o)
 {
 	struct recorder r;
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
-				   .verbose = o->verbose, .counts_entries = o->counts_entries };
+				   .verbose = o->verbose, .counts_entries = o->counts_entries,
+				   .kernel_stacks = !o->no_kernel };
 	char err[1024];
 	int go = -1, errfd = -1, rc = 1;
 	uint64_t start;

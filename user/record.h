@@ -14,6 +14,7 @@ struct record_opts {
 	const char *output;          /* -o; NULL: stdout */
 	int format;                  /* enum out_format */
 	bool threads, no_lines, verbose;
+	bool no_kernel;              /* --no-kernel or --python-only */
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */

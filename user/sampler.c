@@ -121,6 +121,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		return -1;
 	}
 	s->skel->rodata->filter_targets = o->filter_targets;
+	s->skel->rodata->kernel_stacks = o->kernel_stacks;
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
@@ -233,10 +234,32 @@ int sampler_poll(struct sampler *s, int timeout_ms)
 	return n == -EINTR ? 0 : n;
 }
 
-static int drain_map(int fd, sampler_count_fn fn, void *ctx)
+static unsigned kernel_stack(int kfd, __s32 id, uint64_t *ips)
+{
+	unsigned n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(kfd, &id, ips))
+		return 0;
+	while (n < PYPERF_KSTACK_DEPTH && ips[n])
+		n++;
+	return n;
+}
+
+/* empty a stack trace map (its ids are only valid with their counts map) */
+static void clear_kstacks(int kfd)
+{
+	__u32 key;
+
+	while (!bpf_map_get_next_key(kfd, NULL, &key))
+		if (bpf_map_delete_elem(kfd, &key))
+			break;
+}
+
+static int drain_map(int fd, int kfd, sampler_count_fn fn, void *ctx)
 {
 	static struct stack_key keys[DRAIN_BATCH];
 	static uint64_t vals[DRAIN_BATCH];
+	static uint64_t ips[PYPERF_KSTACK_DEPTH];
 	uint64_t in = 0, outb = 0;
 	void *inp = NULL;
 	int e;
@@ -247,11 +270,15 @@ static int drain_map(int fd, sampler_count_fn fn, void *ctx)
 		e = bpf_map_lookup_and_delete_batch(fd, inp, &outb, keys, vals, &count, NULL);
 		if (e && errno != ENOENT)
 			return -errno;
-		for (__u32 i = 0; i < count; i++)
-			fn(ctx, &keys[i], vals[i]);
+		for (__u32 i = 0; i < count; i++) {
+			unsigned nk = kernel_stack(kfd, keys[i].kstack, ips);
+
+			fn(ctx, &keys[i], vals[i], ips, nk);
+		}
 		in = outb;
 		inp = &in;
 	} while (!e);
+	clear_kstacks(kfd);
 	return 0;
 }
 
@@ -259,12 +286,13 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 {
 	__u32 idle = s->skel->bss->active & 1;
 	int fds[2] = { bpf_map__fd(s->skel->maps.counts0), bpf_map__fd(s->skel->maps.counts1) };
+	int kfds[2] = { bpf_map__fd(s->skel->maps.kstacks0), bpf_map__fd(s->skel->maps.kstacks1) };
 	struct timespec settle = { 0, 2 * 1000 * 1000 };
 
 	__atomic_store_n(&s->skel->bss->active, idle ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&settle, NULL); /* programs that picked the old map finish in microseconds */
 	ring_buffer__consume(s->rb);
-	return drain_map(fds[idle], fn, ctx);
+	return drain_map(fds[idle], kfds[idle], fn, ctx);
 }
 
 void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])

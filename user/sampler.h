@@ -15,11 +15,14 @@ struct sampler_opts {
 	int freq;                    /* samples per second per CPU */
 	bool verbose;                /* pass libbpf's messages through */
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
+	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
 };
 
 /* Called for every ring buffer record (struct ev_header first). */
 typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
-typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count);
+/* A drained count; kips (leaf first, nk of them) is its kernel stack, if any. */
+typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count,
+				 const uint64_t *kips, unsigned nk);
 
 /* 0 if this process may load and attach the sampler; else -1 and why. */
 int sampler_check_privileges(char *err, size_t errlen);

@@ -37,7 +37,7 @@ static void add(struct profile *p, uint64_t hash, uint32_t tid, uint32_t flags, 
 	}
 	va_end(ap);
 	assert_int_equal(profile_insert_stack(p, PID, 1, hash, flags, frames, n, NULL), 0);
-	profile_add_count(p, &k, count);
+	profile_add_count(p, &k, count, NULL, 0);
 }
 
 static char *render(const struct profile *p, int format, bool lines, bool threads, bool procs)
@@ -94,8 +94,10 @@ static void root_frames_name_process_thread_and_truncation(void **state)
 	profile_init(&p);
 	profile_set_thread_name(&p, 42, "worker");
 	add(&p, 1, 42, STACK_TRUNCATED, 1, 1, &f_other, 0u);
+	add(&p, 2, 42, STACK_BAD_READ, 1, 1, &f_other, 0u);
 	out = render(&p, FMT_FOLDED, true, true, true);
-	assert_string_equal(out, "process 4000000 ?;thread 42 worker;[truncated];other (/w/lib.py:20) 1\n");
+	assert_string_equal(out, "process 4000000 ?;thread 42 worker;[incomplete];other (/w/lib.py:20) 1\n"
+				 "process 4000000 ?;thread 42 worker;[truncated];other (/w/lib.py:20) 1\n");
 	free(out);
 	profile_free(&p);
 }
@@ -146,7 +148,7 @@ static void unknown_stack_counts_are_unattributed(void **state)
 	struct stack_key k = { .pid = PID, .tid = 1, .gen = 1, .hash = 99 };
 
 	profile_init(&p);
-	profile_add_count(&p, &k, 4);
+	profile_add_count(&p, &k, 4, NULL, 0);
 	assert_int_equal(p.unattributed, 4);
 	assert_int_equal(p.total, 0);
 	profile_free(&p);
@@ -165,13 +167,13 @@ static void reannounced_key_with_new_code_gets_new_stack(void **state)
 
 	profile_init(&p);
 	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr1, 1, raw1), 0);
-	profile_add_count(&p, &k, 2);
+	profile_add_count(&p, &k, 2, NULL, 0);
 	/* same frames again: nothing changes */
 	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr2, 1, raw1), 0);
-	profile_add_count(&p, &k, 1);
+	profile_add_count(&p, &k, 1, NULL, 0);
 	/* other check: the key now means the new stack */
 	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr2, 1, raw2), 0);
-	profile_add_count(&p, &k, 4);
+	profile_add_count(&p, &k, 4, NULL, 0);
 	out = render(&p, FMT_FOLDED, false, false, false);
 	assert_string_equal(out, "leaf (/w/app.py) 3\nother (/w/lib.py) 4\n");
 	free(out);

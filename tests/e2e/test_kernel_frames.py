@@ -1,0 +1,39 @@
+"""Samples taken in the kernel carry the kernel stack at the leaf end, each
+frame NAME_[k]; --no-kernel and --python-only leave them out."""
+import os
+
+import pytest
+
+from conftest import SUPPORTED, WORKLOADS, is_kernel, names, parse_folded, run_pyperf, supported_pythons
+
+
+def profile(python, tmp_path, *extra):
+    out = tmp_path / "k.folded"
+    r = run_pyperf(["-F", "499", "-o", str(out), *extra, "--", python,
+                    os.path.join(WORKLOADS, "syscalls.py"), "1.5"])
+    assert r.returncode == 0, r.stderr
+    return parse_folded(out.read_text())
+
+
+@supported_pythons()
+def test_syscall_heavy_workload_shows_kernel_frames_at_leaf(python, tmp_path):
+    stacks = profile(python[0], tmp_path)
+    mine = [(f, c) for f, c in stacks if "read_random" in names(f)]
+    total = sum(c for _, c in mine)
+    in_kernel = [(f, c) for f, c in mine if is_kernel(f[-1])]
+    assert total > 200
+    assert sum(c for _, c in in_kernel) > 0.5 * total, "most time should be in read(2)"
+    for frames, _ in in_kernel:
+        first_k = next(i for i, f in enumerate(frames) if is_kernel(f))
+        # Python frames root side, then only kernel frames down to the leaf
+        assert all(is_kernel(f) for f in frames[first_k:]), frames
+        assert names(frames)[-1] == "read_random"
+    assert any("vfs_read_[k]" in f or "ksys_read_[k]" in f for fr, _ in in_kernel for f in fr)
+
+
+@pytest.mark.parametrize("flag", ["--no-kernel", "--python-only"])
+def test_kernel_frames_can_be_left_out(flag, tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    stacks = profile(SUPPORTED[-1][0], tmp_path, flag)
+    assert sum(c for f, c in stacks if "read_random" in names(f)) > 200
+    assert not any(is_kernel(f) for frames, _ in stacks for f in frames)
