@@ -1,24 +1,13 @@
-/* ksyms.h - kernel symbol names for kernel stack addresses (/proc/kallsyms). */
+/* ksyms.h - names for kernel stack addresses, from /proc/kallsyms. */
 #ifndef PYPERF_KSYMS_H
 #define PYPERF_KSYMS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct ksym {
-	uint64_t addr;
-	char *name;
-};
-
-struct ksyms {
-	struct ksym *v;
-	size_t n;
-};
-
-/* Load text symbols from path (normally /proc/kallsyms); 0 or -1. */
-int ksyms_load(struct ksyms *k, const char *path);
-/* Name of the function containing addr, or NULL if below every symbol. */
-const char *ksyms_name(const struct ksyms *k, uint64_t addr);
-void ksyms_free(struct ksyms *k);
+/* Name addrs[0..n) (sorted ascending, no duplicates): names[i] becomes a
+ * malloc'd name of the text symbol containing addrs[i], or NULL.  Returns 0,
+ * or -1 when the symbol file cannot be read. */
+int ksyms_resolve(const char *path, const uint64_t *addrs, size_t n, char **names);
 
 #endif

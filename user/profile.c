@@ -57,7 +57,7 @@ void profile_free(struct profile *p)
 	hmap_free(&p->samples, free);
 	hmap_free(&p->threads, free);
 	hmap_free(&p->kstacks, free);
-	ksyms_free(&p->ksyms);
+	hmap_free(&p->knames, free);
 	for (size_t i = 0; i < p->nowned; i++)
 		free(p->owned[i]);
 	free(p->owned);
@@ -199,22 +199,75 @@ static struct kstack *intern_kstack(struct profile *p, const uint64_t *ips, unsi
 	ks = hmap_get(&p->kstacks, ips, n * sizeof(*ips));
 	if (ks)
 		return ks;
-	if (!p->ksyms_state)
-		p->ksyms_state = ksyms_load(&p->ksyms, "/proc/kallsyms") ? -1 : 1;
-	ks = malloc(sizeof(*ks) + n * sizeof(ks->names[0]));
+	ks = calloc(1, sizeof(*ks) + n * sizeof(ks->names[0]));
 	if (!ks)
 		return NULL;
 	ks->n = n;
-	for (unsigned i = 0; i < n; i++) {
-		const char *name = p->ksyms_state > 0 ? ksyms_name(&p->ksyms, ips[i]) : NULL;
-
-		ks->names[i] = name ? name : "[unknown]";
-	}
 	if (hmap_put(&p->kstacks, ips, n * sizeof(*ips), ks)) {
 		free(ks);
 		return NULL;
 	}
 	return ks;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* every distinct kernel address of the profile, sorted */
+static uint64_t *kernel_addresses(struct profile *p, size_t *n)
+{
+	struct hmap seen = { 0 };
+	uint64_t *v;
+	size_t k = 0;
+
+	hmap_for_each(&p->kstacks, s) {
+		const uint64_t *ips = s->key;
+
+		for (uint32_t i = 0; i < ((struct kstack *)s->val)->n; i++)
+			hmap_put(&seen, &ips[i], sizeof(ips[i]), NULL);
+	}
+	v = malloc((seen.len + 1) * sizeof(*v));
+	if (v)
+		hmap_for_each(&seen, s)
+			memcpy(&v[k++], s->key, sizeof(*v));
+	hmap_free(&seen, NULL);
+	qsort(v, k, sizeof(*v), cmp_u64);
+	*n = k;
+	return v;
+}
+
+void profile_name_kernel_stacks(struct profile *p)
+{
+	size_t n = 0;
+	uint64_t *addrs;
+	char **names;
+
+	if (!p->kstacks.len || p->knames.len)
+		return;
+	addrs = kernel_addresses(p, &n);
+	names = calloc(n + 1, sizeof(*names));
+	if (addrs && names) {
+		ksyms_resolve("/proc/kallsyms", addrs, n, names);
+		for (size_t i = 0; i < n; i++)
+			if (names[i] && hmap_put(&p->knames, &addrs[i], sizeof(addrs[i]), names[i]))
+				free(names[i]);
+	}
+	free(addrs);
+	free(names);
+	hmap_for_each(&p->kstacks, s) {
+		struct kstack *ks = s->val;
+
+		ks->ips = s->key; /* the table's copy of the addresses */
+		for (uint32_t i = 0; i < ks->n; i++) {
+			const char *name = hmap_get(&p->knames, &ks->ips[i], sizeof(ks->ips[i]));
+
+			ks->names[i] = name ? name : "[unknown]";
+		}
+	}
 }
 
 void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count,

@@ -30,9 +30,10 @@ struct pstack {
 	struct pframe frames[];      /* leaf first */
 };
 
-/* A kernel stack, named, leaf first. */
+/* A kernel stack, leaf first; named by profile_name_kernel_stacks. */
 struct kstack {
 	uint32_t n;
+	const uint64_t *ips;
 	const char *names[];
 };
 
@@ -60,8 +61,7 @@ struct profile {
 	struct hmap samples;         /* (struct pstack *, tid) -> struct psample * */
 	struct hmap threads;         /* tid -> thread name (char[PYPERF_COMM_LEN]) */
 	struct hmap kstacks;         /* kernel addresses -> struct kstack * */
-	struct ksyms ksyms;          /* loaded at the first kernel stack */
-	int ksyms_state;             /* 0 not loaded, 1 loaded, -1 unavailable */
+	struct hmap knames;          /* kernel address -> its symbol name */
 	uint64_t total;              /* samples counted */
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
@@ -90,6 +90,9 @@ void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t co
 /* pid is (now) the Python image py, generation gen. */
 void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uint32_t gen);
 
+/* Name the kernel frames of every sample (reads /proc/kallsyms once); call
+ * before writing.  Frames that cannot be named are "[unknown]". */
+void profile_name_kernel_stacks(struct profile *p);
 /* All (stack, thread) samples, in a stable order (caller frees the array). */
 struct psample **profile_samples(const struct profile *p, size_t *n);
 /* Remember thread tid's name (comm, up to PYPERF_COMM_LEN bytes). */

@@ -412,6 +412,7 @@ static int write_profile(struct recorder *r, double secs, char *err, size_t errl
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	c.top = r->o->top;
 	sampler_stats(r->s, c.stats);
+	profile_name_kernel_stacks(&r->prof);
 	rc = r->o->format == FMT_FOLDED ? out_folded(r->out, &c) : out_report(r->out, &c);
 	if (rc) {
 		snprintf(err, errlen, "cannot write %s: %s", r->o->output ? r->o->output : "stdout",
@@ -470,9 +471,11 @@ int record_run(const struct record_opts *o)
 	{
 		double secs = (monotonic_ns() - start) / 1e9;
 
-		write_stats_json(&r, secs, cpu_seconds(NULL) - loop_cpu);
+		double loop = cpu_seconds(NULL) - loop_cpu;
+
 		if (write_profile(&r, secs, err, sizeof(err)))
 			goto fail;
+		write_stats_json(&r, secs, loop); /* after: peak RSS includes writing */
 	}
 	rc = 0;
 	if (o->cmd) {

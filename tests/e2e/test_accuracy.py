@@ -5,7 +5,11 @@ every leaf sample must carry the full chain of callers."""
 import json
 import os
 
-from conftest import WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+from conftest import WORKLOADS, is_kernel, names, parse_folded, run_pyperf, supported_pythons
+
+
+def python_leaf(frames):
+    return [f for f in frames if not is_kernel(f)][-1]
 
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 CHAIN = ["<module>", "main", "run_schedule"]
@@ -55,7 +59,7 @@ def test_lines_point_into_the_leaf_function(python, tmp_path):
     r = run_pyperf(["-F", "499", "-o", str(out), "--", path,
                     os.path.join(WORKLOADS, "split.py"), "1.5", str(truth)])
     assert r.returncode == 0, r.stderr
-    leaf_frames = [frames[-1] for frames, _ in parse_folded(out.read_text())
+    leaf_frames = [python_leaf(frames) for frames, _ in parse_folded(out.read_text())
                    if names(frames)[-1] in LEAVES]
     assert leaf_frames
     lines = {int(f.rsplit(":", 1)[1].rstrip(")")) for f in leaf_frames}
@@ -65,7 +69,7 @@ def test_lines_point_into_the_leaf_function(python, tmp_path):
     r = run_pyperf(["-F", "499", "--no-lines", "-o", str(out2), "--", path,
                     os.path.join(WORKLOADS, "split.py"), "1", str(truth)])
     assert r.returncode == 0, r.stderr
-    leafs = [frames[-1] for frames, _ in parse_folded(out2.read_text())
+    leafs = [python_leaf(frames) for frames, _ in parse_folded(out2.read_text())
              if names(frames)[-1] in LEAVES]
     assert leafs and all(f.endswith("split.py)") for f in leafs), leafs[:3]
     assert len(set(leafs)) <= 3
