@@ -74,6 +74,15 @@ static void print_table(FILE *f, const struct out_ctx *c, struct fn_row **rows, 
 			rows[i]->fn->file, rows[i]->fn->firstlineno);
 }
 
+static int by_samples(const void *a, const void *b)
+{
+	const struct pproc *x = *(const struct pproc *const *)a, *y = *(const struct pproc *const *)b;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 static void print_header(FILE *f, const struct out_ctx *c)
 {
 	const struct profile *p = c->prof;
@@ -83,15 +92,20 @@ static void print_header(FILE *f, const struct out_ctx *c)
 	fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): %.1f samples/s\n",
 		(unsigned long long)p->total, c->duration_s, c->freq, c->ncpus,
 		c->duration_s > 0 ? p->total / c->duration_s : 0.0);
-	fprintf(f, "Processes seen: %zu\n", profile_nprocs_seen(p));
-	hmap_for_each(&p->procs, s) {
-		const struct pproc *pp = s->val;
+	size_t n = 0;
+	const struct pproc **procs = malloc((p->procs.len + 1) * sizeof(*procs));
 
-		if (pp->samples)
-			fprintf(f, "  %d %s (Python %d.%d): %llu samples\n", pp->pid,
-				pp->cmdline[0] ? pp->cmdline : pp->comm, pp->py.major, pp->py.minor,
-				(unsigned long long)pp->samples);
-	}
+	fprintf(f, "Processes seen: %zu\n", profile_nprocs_seen(p));
+	hmap_for_each(&p->procs, s)
+		if (procs && ((const struct pproc *)s->val)->samples)
+			procs[n++] = s->val;
+	if (procs)
+		qsort(procs, n, sizeof(*procs), by_samples);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %d %s (Python %d.%d): %llu samples\n", procs[i]->pid,
+			procs[i]->cmdline[0] ? procs[i]->cmdline : procs[i]->comm, procs[i]->py.major,
+			procs[i]->py.minor, (unsigned long long)procs[i]->samples);
+	free(procs);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "
 		"samples in threads without Python frames %llu\n",

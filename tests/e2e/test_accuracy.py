@@ -2,6 +2,7 @@
 profiled from its first frame (`-- python split.py`); the profile must agree
 with the workload's own measurement within 3 percentage points, and almost
 every leaf sample must carry the full chain of callers."""
+import ast
 import json
 import os
 
@@ -50,11 +51,12 @@ def test_lines_point_into_the_leaf_function(python, tmp_path):
     """With lines on, leaf frames name split.py lines inside the leaf bodies;
     with --no-lines the same frames collapse to one per function."""
     path, _ = python
-    src = open(os.path.join(WORKLOADS, "split.py")).read().splitlines()
-    # body lines, and the def line: a frame that has not run its first
-    # instruction yet reports co_firstlineno, as CPython itself does
-    leaf_lines = {i + 1 for i, l in enumerate(src)
-                  if "x += i" in l or "for i in range(n)" in l or l.startswith("def leaf_")}
+    # every line of the leaf functions, def line included: a frame that has not
+    # run its first instruction yet reports co_firstlineno, as CPython does
+    tree = ast.parse(open(os.path.join(WORKLOADS, "split.py")).read())
+    leaf_lines = {line for node in tree.body
+                  if isinstance(node, ast.FunctionDef) and node.name in LEAVES
+                  for line in range(node.lineno, node.end_lineno + 1)}
     out, truth = tmp_path / "p.folded", tmp_path / "truth.json"
     r = run_pyperf(["-F", "499", "-o", str(out), "--", path,
                     os.path.join(WORKLOADS, "split.py"), "1.5", str(truth)])
