@@ -406,7 +406,9 @@ static int write_profile(struct recorder *r, double secs, char *err, size_t errl
 	c.prof = &r->prof;
 	c.lines = !r->o->no_lines;
 	c.threads = r->o->threads;
-	c.proc_frames = !r->o->cmd && r->o->npids != 1;
+	/* one process: no process frames; whole-host mode, several -p, or a
+	 * command or -p process that started children: one root frame each */
+	c.proc_frames = (!r->o->cmd && r->o->npids != 1) || profile_nprocs_seen(&r->prof) > 1;
 	c.duration_s = secs;
 	c.freq = r->o->freq;
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);

@@ -119,3 +119,17 @@ def test_full_counts_map_drops_are_counted_and_reported(tmp_path):
     # every sample that reached a stack was either counted or dropped as map-full
     assert counted + int(m.group(2)) <= walked
     assert counted + int(m.group(2)) >= 0.9 * walked, (counted, m.group(2), walked)
+
+
+def test_children_of_a_command_are_profiled_with_process_frames(tmp_path):
+    """Child processes of the command are followed, and each stack then names
+    its process, so two programs' stacks never merge."""
+    assert SUPPORTED, "no supported CPython"
+    out = tmp_path / "c.folded"
+    r = run_pyperf(["-F", "199", "-o", str(out), "--", SUPPORTED[-1][0],
+                    os.path.join(WORKLOADS, "children.py"), "1.5"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert all(f[0].startswith("process ") for f, _ in stacks), stacks[0][0][:2]
+    pids = {f[0].split()[1] for f, _ in stacks if "child_work" in names(f)}
+    assert len(pids) == 2, pids
