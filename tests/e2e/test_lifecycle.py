@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
 
 SHORT = """
@@ -133,3 +135,39 @@ def test_children_of_a_command_are_profiled_with_process_frames(tmp_path):
     assert all(f[0].startswith("process ") for f, _ in stacks), stacks[0][0][:2]
     pids = {f[0].split()[1] for f, _ in stacks if "child_work" in names(f)}
     assert len(pids) == 2, pids
+
+
+EXEC_SRC = """
+import os, sys, time
+def before_exec():
+    end = time.monotonic() + 0.8
+    while time.monotonic() < end:
+        pass
+before_exec()
+os.execv(sys.argv[1], [sys.argv[1], "-c", '''
+import time
+def after_exec():
+    end = time.monotonic() + 0.8
+    while time.monotonic() < end:
+        pass
+after_exec()
+'''])
+"""
+
+
+def test_exec_into_another_interpreter_keeps_both_programs_apart(tmp_path):
+    """The pid execs a different CPython: it is classified again, and each
+    image's frames keep their own names."""
+    if len(SUPPORTED) < 2:
+        pytest.skip("needs two CPython versions to exec from one into the other")
+    first, second = SUPPORTED[0][0], SUPPORTED[-1][0]
+    out = tmp_path / "e.folded"
+    r = run_pyperf(["-F", "499", "-o", str(out), "--", first, "-c", EXEC_SRC, second])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    before = sum(c for f, c in stacks if names(f)[-1:] == ["before_exec"])
+    after = sum(c for f, c in stacks if names(f)[-1:] == ["after_exec"])
+    assert before > 100 and after > 100, (before, after)
+    for f, _ in stacks:
+        n = names(f)
+        assert not ("before_exec" in n and "after_exec" in n), n
