@@ -11,6 +11,7 @@
 #include "linetable.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,10 @@ static size_t put_utf8(char *out, uint32_t c)
 	return 4;
 }
 
+/* UTF-8 of a str's characters, or NULL when they cannot be a str's (an
+ * object read mid-construction or after it was freed).  Lone surrogates, which
+ * a str may hold (surrogateescape'd file names), become U+FFFD so the output
+ * stays valid UTF-8. */
 static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind)
 {
 	char *out = malloc(length * 4 + 1), *p = out;
@@ -77,10 +82,25 @@ static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind)
 		else
 			c = (uint32_t)data[4 * i] | (uint32_t)data[4 * i + 1] << 8 |
 			    (uint32_t)data[4 * i + 2] << 16 | (uint32_t)data[4 * i + 3] << 24;
+		if (c > 0x10ffff) {
+			free(out);
+			return NULL;
+		}
+		if (c >= 0xd800 && c <= 0xdfff)
+			c = 0xfffd;
 		p += put_utf8(p, c);
 	}
 	*p = 0;
 	return out;
+}
+
+/* does an "ASCII" string hold a byte that is not? (then it is not a str) */
+static bool memchr_high(const uint8_t *data, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++)
+		if (data[i] & 0x80)
+			return true;
+	return false;
 }
 
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
@@ -109,7 +129,9 @@ char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 		free(data);
 		return NULL;
 	}
-	s = to_utf8(data, length, kind);
+	s = NULL;
+	if (!ascii || kind != 1 || !memchr_high(data, length))
+		s = to_utf8(data, length, kind);
 	free(data);
 	return s;
 }
