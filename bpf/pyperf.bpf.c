@@ -541,5 +541,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (bpf_map_lookup_elem(&procs, &tgid))
 		send_event(EV_EXIT, tgid);
 	bpf_map_delete_elem(&procs, &tgid);
+	/* a dead target's pid may be reused by an unrelated process */
+	bpf_map_delete_elem(&targets, &tgid);
 	return 0;
 }

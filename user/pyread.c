@@ -119,7 +119,8 @@ char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 	kind = (state >> 2) & 7;
 	compact = (state >> 5) & 1;
 	ascii = (state >> 6) & 1;
-	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length * kind > MAX_OBJ_BYTES)
+	/* length comes from the target: compare before multiplying, no wrap-around */
+	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > MAX_OBJ_BYTES / kind)
 		return NULL;
 	data = malloc(length * kind + 1);
 	if (!data)

@@ -180,7 +180,7 @@ static int open_output(struct recorder *r, char *err, size_t errlen)
 	}
 	snprintf(dir, sizeof(dir), "%s", r->o->output);
 	snprintf(r->tmp_path, sizeof(r->tmp_path), "%s/.pyperf-bpf.XXXXXX", dirname(dir));
-	fd = mkstemp(r->tmp_path);
+	fd = mkostemp(r->tmp_path, O_CLOEXEC); /* the command must not inherit it */
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
 		r->tmp_path[0] = 0;
@@ -242,6 +242,11 @@ static int spawn_held(struct recorder *r, int *errfd, char *err, size_t errlen)
 
 		close(go[1]);
 		close(ex[0]);
+		signal(SIGPIPE, SIG_DFL); /* the command gets default dispositions */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127); /* the profiler gave up before starting us */
 		execvp(r->o->cmd[0], r->o->cmd);
@@ -333,6 +338,8 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);  /* a closed terminal still gets its profile */
+	sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -171,3 +171,22 @@ def test_exec_into_another_interpreter_keeps_both_programs_apart(tmp_path):
     for f, _ in stacks:
         n = names(f)
         assert not ("before_exec" in n and "after_exec" in n), n
+
+
+def test_command_gets_default_signals_and_no_profiler_fds(tmp_path):
+    """The command starts as it would without the profiler: SIGPIPE not
+    ignored, no file descriptor of the profiler's (such as its temp output)."""
+    out, info = tmp_path / "x.folded", tmp_path / "info.txt"
+    # not Python: CPython ignores SIGPIPE itself at startup
+    script = f"grep SigIgn /proc/self/status > {info}; ls /proc/self/fd >> {info}"
+    r = run_pyperf(["-d", "10", "-o", str(out), "--", "sh", "-c", script])
+    assert r.returncode == 0, r.stderr
+    lines = info.read_text().split()
+    ign = int(lines[1], 16)
+    assert ign & (1 << (13 - 1)) == 0, "SIGPIPE ignored in the command"
+    assert sorted(int(f) for f in lines[2:]) == [0, 1, 2, 3], lines  # 3: ls's own directory fd
+
+
+def test_sighup_still_writes_profile(tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    _signal_during_recording(signal.SIGHUP, tmp_path, SUPPORTED[-1][0])

@@ -67,6 +67,8 @@ static void garbage_is_refused_and_surrogates_replaced(void **state)
 	s = pyread_str(getpid(), make_str(buf, o, STATE(2, 0), 2, lone, 4), o);
 	assert_string_equal(s, "a\xef\xbf\xbd");
 	free(s);
+	/* a length whose byte size wraps to 0 (2^62 * 4) must be refused */
+	assert_null(pyread_str(getpid(), make_str(buf, o, STATE(4, 0), 1ULL << 62, "x", 1), o));
 	assert_null(pyread_str(getpid(), 0, o));
 	assert_null(pyread_str(getpid(), 8, o)); /* unmapped */
 }
