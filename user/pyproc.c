@@ -37,16 +37,6 @@ struct elf_facts {
 
 static struct elf_facts *facts_cache;
 
-void pyproc_cache_clear(void)
-{
-	while (facts_cache) {
-		struct elf_facts *n = facts_cache->next;
-
-		free(facts_cache);
-		facts_cache = n;
-	}
-}
-
 static const struct elf_facts *elf_facts_for(int pid, const struct proc_map *m)
 {
 	struct elf_facts *f;

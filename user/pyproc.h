@@ -33,7 +33,4 @@ enum pyproc_status pyproc_inspect(int pid, struct pyproc *out, char *err, size_t
 void proc_comm(int pid, char *buf, size_t len);
 void proc_cmdline(int pid, char *buf, size_t len);
 
-/* Forget cached ELF facts (tests). */
-void pyproc_cache_clear(void);
-
 #endif
