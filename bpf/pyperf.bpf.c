@@ -32,6 +32,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool filter_targets = false;
 /* Add the kernel stack of samples taken in the kernel. */
 const volatile bool kernel_stacks = true;
+/* Unwind the native user stack (CFI tables from the loader). */
+const volatile bool native_stacks = true;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -99,6 +101,33 @@ struct {
 	.values = { &counts0, &counts1 },
 };
 
+/* tgid -> its executable mappings, sorted, for the native unwinder */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* values are replaced whole: RCU-freed */
+	__type(key, __u32);
+	__type(value, struct native_maps);
+} native_procs SEC(".maps");
+
+/* every binary's unwind table, back to back; the loader writes it through
+ * mmap and sizes it before load */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PYPERF_UNWIND_ROWS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} maps_req SEC(".maps");
+
 /* new stacks and process events for the loader */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -112,6 +141,8 @@ struct scratch {
 				  * the stack, so the verifier does not track them) */
 	__u8 window[PYPERF_WINDOW + PYPERF_FRAME_READ_MAX + 8];
 	__u8 code_buf[PYPERF_FRAME_READ_MAX + 8];
+	__u32 lo, hi;            /* binary search bounds, kept here so the verifier
+				  * sees unknown values and prunes the loop */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -148,6 +179,13 @@ static __always_inline __u64 read_ptr(__u64 addr)
 static __always_inline bool is_profiled(__u32 tgid)
 {
 	return !filter_targets || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+static __always_inline void send_event(__u32 kind, __u32 pid)
+{
+	struct ev_header ev = { .kind = kind, .pid = pid };
+
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
 }
 
 /* A process we cannot sample yet: ask the loader, at most every 50 ms (the
@@ -323,8 +361,15 @@ static long frame_step(__u32 i, struct frame_walk *w)
 	code = buf_u64(buf, o->frame_code);
 	w->frame = buf_u64(buf, o->frame_back);
 	if (o->frame_owner != PYPERF_NO_OFFSET &&
-	    buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)] == o->owner_cstack)
-		return 0; /* a C-stack shim frame: not Python code */
+	    buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)] == o->owner_cstack) {
+		/* a C-stack shim (3.12+): not Python code, but the frame above it
+		 * is the first one of an eval-loop call */
+		if (n > 0 && n <= PYPERF_MAX_FRAMES) {
+			w->s->ev.frames[(n - 1) & (PYPERF_MAX_FRAMES - 1)].instr |= PY_FRAME_ENTRY;
+			w->hash = mix(w->hash, n);
+		}
+		return 0;
+	}
 	if (!code)
 		return 0;
 	instr_raw = buf_u64(buf, o->frame_instr);
@@ -334,6 +379,13 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		instr = (__s32)instr_raw < 0 ? (__u32)-1 : (__u32)instr_raw * 2;
 	else
 		instr = (__u32)instr_raw;
+	instr = PY_FRAME_INSTR(instr);
+	if (o->frame_is_entry != PYPERF_NO_OFFSET) {
+		if (buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)])
+			instr |= PY_FRAME_ENTRY; /* 3.11 */
+	} else if (o->frame_owner == PYPERF_NO_OFFSET) {
+		instr |= PY_FRAME_ENTRY; /* up to 3.10 every frame has its own eval call */
+	}
 	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
 	f->code = code;
 	f->instr = instr;
@@ -363,6 +415,8 @@ static __always_inline __u32 frame_read_len(const struct py_offsets *o)
 	m += 8;
 	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1 > m)
 		m = o->frame_owner + 1;
+	if (o->frame_is_entry != PYPERF_NO_OFFSET && o->frame_is_entry + 1 > m)
+		m = o->frame_is_entry + 1;
 	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
 }
 
@@ -377,6 +431,221 @@ static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u
 		max = c;
 	*lo = min;
 	*len = max + 8 - min;
+}
+
+/* ---- unwinding the native user stack ----
+ *
+ * Without frame pointers: the loader turned each binary's CFI into rows
+ * (pyperf.h, struct unwind_row).  Per frame: find the mapping holding pc
+ * (binary search in the process's native_maps), then the row for pc in that
+ * binary's table (binary search in unwind_rows), compute the CFA, read the
+ * return address at CFA - 8 and, if the row says so, the caller's rbp.
+ * Mappings without CFI (JIT code such as perf trampolines) are followed by
+ * frame pointers. */
+
+struct native_walk {
+	struct scratch *s;
+	const struct native_maps *nm;
+	__u64 pc, sp, bp;
+	__u64 hash;
+	__u32 flags;
+	__u32 tgid;
+};
+
+/* Binary searches keep their bounds in the scratch map through volatile
+ * accesses: to the verifier they are then unknown numbers, and the states of
+ * both branches of an iteration are the same, so it checks the loop body
+ * once per iteration instead of once per path. */
+#define VLOAD(x) (*(volatile __u32 *)&(x))
+#define VSTORE(x, v) (*(volatile __u32 *)&(x) = (v))
+
+static __always_inline const struct native_mapping *find_mapping(struct scratch *s,
+								 const struct native_maps *nm,
+								 __u64 pc)
+{
+	const struct native_mapping *m;
+	__u32 lo, hi, mid;
+
+	VSTORE(s->lo, 0);
+	VSTORE(s->hi, nm->n > PYPERF_MAX_MAPPINGS ? PYPERF_MAX_MAPPINGS : nm->n);
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < 10; i++) { /* 2^10 > PYPERF_MAX_MAPPINGS */
+		lo = VLOAD(s->lo);
+		hi = VLOAD(s->hi);
+		if (lo >= hi)
+			break;
+		mid = (lo + hi) / 2;
+		if (nm->m[mid & (PYPERF_MAX_MAPPINGS - 1)].start <= pc)
+			VSTORE(s->lo, mid + 1);
+		else
+			VSTORE(s->hi, mid);
+	}
+	lo = VLOAD(s->lo);
+	if (!lo)
+		return NULL;
+	m = &nm->m[(lo - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	return pc < m->end ? m : NULL;
+}
+
+/* the row covering pc (an ELF address) in rows [start, start + len) */
+static __always_inline const struct unwind_row *find_row(struct scratch *s, __u32 start,
+							 __u32 len, __u32 pc)
+{
+	const struct unwind_row *r;
+	__u32 lo, hi, mid;
+
+	VSTORE(s->lo, start);
+	VSTORE(s->hi, start + len);
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < 25; i++) { /* 2^25 rows at most */
+		lo = VLOAD(s->lo);
+		hi = VLOAD(s->hi);
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return NULL;
+		if (r->pc <= pc)
+			VSTORE(s->lo, mid + 1);
+		else
+			VSTORE(s->hi, mid);
+	}
+	mid = VLOAD(s->lo);
+	if (mid == start)
+		return NULL;
+	mid -= 1;
+	return bpf_map_lookup_elem(&unwind_rows, &mid);
+}
+
+/* ask the loader to read the process's mappings again, at most every 100 ms */
+static __always_inline void request_maps(__u32 tgid)
+{
+	__u64 now = bpf_ktime_get_ns(), next = now + 100ULL * 1000 * 1000, *t;
+
+	t = bpf_map_lookup_elem(&maps_req, &tgid);
+	if (t && now < *t)
+		return;
+	bpf_map_update_elem(&maps_req, &tgid, &next, BPF_ANY);
+	send_event(EV_MAPS, tgid);
+}
+
+static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc)
+{
+	u->s->ev.native[n & (PYPERF_MAX_NATIVE - 1)] = pc;
+	u->s->ev.nnative = n + 1;
+	u->hash = mix(u->hash, pc);
+}
+
+static long native_step(__u32 i, struct native_walk *u)
+{
+	__u32 n = u->s->ev.nnative;
+	const struct native_mapping *m;
+	const struct unwind_row *r;
+	__u64 cfa, ra, pc = u->pc;
+
+	if (!pc)
+		return 1; /* frame pointer chains end with 0 */
+	if (n >= PYPERF_MAX_NATIVE) {
+		u->flags |= STACK_NATIVE_TRUNCATED;
+		return 1;
+	}
+	m = find_mapping(u->s, u->nm, pc);
+	if (!m) {
+		native_push(u, n, pc);
+		u->flags |= STACK_NATIVE_INCOMPLETE;
+		request_maps(u->tgid);
+		return 1;
+	}
+	if (!m->rows_len) {
+		/* no CFI: trust rbp to be a frame pointer */
+		native_push(u, n, pc);
+		if (!u->bp || u->bp < u->sp)
+			goto incomplete;
+		cfa = u->bp + 16;
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
+		    bpf_probe_read_user(&u->bp, sizeof(u->bp), (void *)(cfa - 16)))
+			goto incomplete;
+		u->sp = cfa;
+		u->pc = ra;
+		return 0;
+	}
+	/* a return address points after its call, which may be a function's
+	 * last instruction: look up the call itself */
+	r = find_row(u->s, m->rows_start, m->rows_len, (__u32)(pc - m->bias - (n ? 1 : 0)));
+	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED) {
+		native_push(u, n, pc);
+		goto incomplete;
+	}
+	/* the leaf's key is its row: samples anywhere in that stretch of code
+	 * share one stack (a return address is already stable) */
+	native_push(u, n, n ? pc : r->pc + m->bias);
+	switch (r->cfa_kind) {
+	case CFA_END:
+		return 1; /* the outermost frame: complete */
+	case CFA_RSP:
+		cfa = u->sp + r->cfa_off;
+		break;
+	case CFA_RBP:
+		if (!u->bp)
+			goto incomplete;
+		cfa = u->bp + r->cfa_off;
+		break;
+	case CFA_PLT:
+		cfa = u->sp + 8 + ((pc & 15) >= (__u64)r->cfa_off ? 8 : 0);
+		break;
+	default:
+		goto incomplete;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		goto incomplete;
+	if (r->rbp_kind == RBP_AT_CFA) {
+		if (bpf_probe_read_user(&u->bp, sizeof(u->bp), (void *)(cfa + r->rbp_off)))
+			goto incomplete;
+	} else if (r->rbp_kind == RBP_LOST) {
+		u->bp = 0;
+	}
+	u->sp = cfa;
+	u->pc = ra;
+	return 0;
+incomplete:
+	u->flags |= STACK_NATIVE_INCOMPLETE;
+	return 1;
+}
+
+/* Unwind the user stack of the current task into s->ev.native; returns the
+ * STACK_NATIVE* flags. */
+static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, struct scratch *s,
+					    __u32 tgid, __u64 *hash)
+{
+	struct native_walk u = { .s = s, .tgid = tgid, .hash = *hash };
+	struct pt_regs *regs;
+
+	s->ev.nnative = 0;
+	u.nm = bpf_map_lookup_elem(&native_procs, &tgid);
+	if (!u.nm)
+		return 0;
+	/* whole-word loads: the verifier allows only those on the context */
+	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) { /* interrupted in user mode */
+		u.pc = *(volatile __u64 *)&ctx->regs.ip;
+		u.sp = *(volatile __u64 *)&ctx->regs.sp;
+		u.bp = *(volatile __u64 *)&ctx->regs.bp;
+	} else { /* in the kernel: the user registers saved at kernel entry */
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!regs)
+			return STACK_NATIVE | STACK_NATIVE_INCOMPLETE;
+		u.pc = BPF_CORE_READ(regs, ip);
+		u.sp = BPF_CORE_READ(regs, sp);
+		u.bp = BPF_CORE_READ(regs, bp);
+	}
+	u.flags = STACK_NATIVE;
+	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, &u, 0);
+	if (u.flags & STACK_NATIVE_INCOMPLETE)
+		stat_inc(STAT_NATIVE_INCOMPLETE);
+	if (u.flags & STACK_NATIVE_TRUNCATED)
+		stat_inc(STAT_NATIVE_TRUNCATED);
+	*hash = mix(u.hash, s->ev.nnative);
+	return u.flags;
 }
 
 /* Add one sample of this stack.  When the key is new in this counts map, name
@@ -475,6 +744,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 
+	s->ev.nnative = 0;
+	if (native_stacks)
+		w.flags |= unwind_native(ctx, s, tgid, &w.hash);
+
 	s->ev.kind = EV_STACK;
 	s->ev.pid = tgid;
 	s->ev.tid = tid;
@@ -494,13 +767,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 /* ---- process lifecycle ---- */
 
-static __always_inline void send_event(__u32 kind, __u32 pid)
-{
-	struct ev_header ev = { .kind = kind, .pid = pid };
-
-	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
-}
-
 /* a new program: whatever we knew about this pid is stale */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
@@ -511,6 +777,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 		return 0;
 	bpf_map_delete_elem(&procs, &tgid);
 	bpf_map_delete_elem(&skip, &tgid);
+	bpf_map_delete_elem(&native_procs, &tgid);
 	send_event(EV_EXEC, tgid);
 	return 0;
 }
@@ -526,6 +793,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0; /* a new thread, not a new process */
 	bpf_map_delete_elem(&procs, &ctgid);
 	bpf_map_delete_elem(&skip, &ctgid);
+	bpf_map_delete_elem(&native_procs, &ctgid);
 	if (filter_targets && bpf_map_lookup_elem(&targets, &ptgid))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
 	return 0;
@@ -541,6 +809,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (bpf_map_lookup_elem(&procs, &tgid))
 		send_event(EV_EXIT, tgid);
 	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&native_procs, &tgid);
 	/* a dead target's pid may be reused by an unrelated process */
 	bpf_map_delete_elem(&targets, &tgid);
 	return 0;

@@ -28,6 +28,9 @@
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
 #define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */
+#define PYPERF_MAX_NATIVE 256     /* native user frames kept per sample (leaf side) */
+#define PYPERF_MAX_MAPPINGS 512   /* executable mappings per process the unwinder knows */
+#define PYPERF_UNWIND_ROWS (1u << 20) /* default size of the unwind_rows array */
 
 /* How a frame says where it is in its code. */
 enum py_instr_kind {
@@ -54,6 +57,7 @@ struct py_offsets {
 	__u16 frame_code;
 	__u16 frame_instr;
 	__u16 frame_owner;           /* char owner (3.12+) */
+	__u16 frame_is_entry;        /* bool is_entry (3.11 only): first frame of an eval call */
 	__u8 instr_kind;             /* enum py_instr_kind */
 	__u8 owner_cstack;           /* owner value of C-stack shim frames, 0xff none */
 	/* PyCodeObject */
@@ -85,9 +89,17 @@ struct proc_info {
 /* One Python frame as the sampler sees it: compact, names come later. */
 struct py_frame {
 	__u64 code;                  /* PyCodeObject address */
-	__u32 instr;                 /* byte offset of the instruction in the code */
+	__u32 instr;                 /* byte offset of the instruction in the code,
+				      * | PY_FRAME_ENTRY */
 	__u32 check;                 /* py_code_check(): guards against address reuse */
 };
+
+/* In py_frame.instr: this frame is the first one a C call of the eval loop
+ * ran (every frame up to 3.10; is_entry in 3.11; the frame above a C-stack
+ * shim from 3.12).  The merge with native frames pairs each eval-loop native
+ * frame with the Python frames up to the next such frame. */
+#define PY_FRAME_ENTRY 0x80000000u
+#define PY_FRAME_INSTR(x) ((x) & 0x7fffffffu)
 
 /* Identity check of a code object, computed the same way on both sides from
  * co_firstlineno and the addresses of co_filename and co_name. */
@@ -101,6 +113,9 @@ static inline __u32 py_code_check(__u32 firstlineno, __u64 filename, __u64 name)
 /* stack flags */
 #define STACK_TRUNCATED 1u       /* frames above PYPERF_MAX_FRAMES were cut (root side) */
 #define STACK_BAD_READ 2u        /* walk stopped on an unreadable frame */
+#define STACK_NATIVE 4u          /* native frames were unwound (they may be 0) */
+#define STACK_NATIVE_TRUNCATED 8u  /* more than PYPERF_MAX_NATIVE native frames */
+#define STACK_NATIVE_INCOMPLETE 16u /* native unwinding stopped before the outermost frame */
 
 struct stack_key {
 	__u32 pid;                   /* tgid */
@@ -116,6 +131,7 @@ enum ev_kind {
 	EV_NEW_PID = 2,  /* a process not yet classified ran on a CPU */
 	EV_EXEC = 3,     /* a process exec'ed a new program */
 	EV_EXIT = 4,     /* a process exited */
+	EV_MAPS = 5,     /* a profiled process ran code in a mapping the unwinder lacks */
 };
 
 struct ev_header {
@@ -131,11 +147,64 @@ struct ev_stack {
 	__u64 hash;
 	__u32 gen;
 	__u32 flags;
+	__u32 nnative;
+	__u32 pad;
 	char comm[PYPERF_COMM_LEN];  /* thread name */
+	/* native user frames, leaf first: return addresses, except the leaf's,
+	 * which is the start of its unwind row (so samples anywhere in one
+	 * stretch of a function share a key) */
+	__u64 native[PYPERF_MAX_NATIVE];
 	struct py_frame frames[PYPERF_MAX_FRAMES]; /* only nframes are sent, leaf first */
 };
 
 #define EV_STACK_HDR_SIZE (sizeof(struct ev_stack) - sizeof(struct py_frame) * PYPERF_MAX_FRAMES)
+
+/* ---- native unwinding (x86-64) ----
+ *
+ * The loader turns each mapped binary's CFI (.eh_frame, .debug_frame) into a
+ * compact table of `struct unwind_row`, sorted by pc, stored in the global
+ * `unwind_rows` array.  A row holds from its pc (an ELF virtual address of the
+ * binary, i.e. runtime pc - load bias) up to the next row's pc.  On x86-64 the
+ * return address is always at CFA - 8, so a row only says how to find the CFA
+ * and where the caller's rbp was saved. */
+enum unwind_cfa_kind {
+	CFA_NONE = 0,      /* no CFI covers this pc (gap between functions) */
+	CFA_RSP = 1,       /* CFA = rsp + cfa_off */
+	CFA_RBP = 2,       /* CFA = rbp + cfa_off */
+	CFA_PLT = 3,       /* PLT stubs: CFA = rsp + 8, + 8 more when (pc & 15) >= cfa_off */
+	CFA_END = 4,       /* outermost frame (return address undefined): stack ends here */
+	CFA_UNSUPPORTED = 5, /* a rule the unwinder does not follow: stop */
+};
+
+enum unwind_rbp_kind {
+	RBP_SAME = 0,      /* caller's rbp is the current rbp */
+	RBP_AT_CFA = 1,    /* caller's rbp was saved at [CFA + rbp_off] */
+	RBP_LOST = 2,      /* not recoverable (rule the unwinder does not follow) */
+};
+
+struct unwind_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa_kind;     /* enum unwind_cfa_kind */
+	__u8 rbp_kind;     /* enum unwind_rbp_kind */
+	__u32 pad;         /* array map values are 8-byte aligned: 16 bytes either way */
+};
+
+/* One executable mapping of a process, for the unwinder. */
+struct native_mapping {
+	__u64 start, end;            /* [start, end) in the process */
+	__u64 bias;                  /* runtime address - ELF virtual address */
+	__u32 rows_start;            /* its binary's rows in unwind_rows */
+	__u32 rows_len;              /* 0: no CFI (JIT code): follow frame pointers */
+};
+
+/* Value of the `native_procs` map, key: tgid.  Sorted by start. */
+struct native_maps {
+	__u32 n;
+	__u32 pad;
+	struct native_mapping m[PYPERF_MAX_MAPPINGS];
+};
 
 /* Counters kept per CPU by the sampler (index into the `stats` map). */
 enum stat_idx {
@@ -148,6 +217,8 @@ enum stat_idx {
 	STAT_TRUNCATED,       /* stacks deeper than PYPERF_MAX_FRAMES */
 	STAT_BAD_READ,        /* frame walk hit unreadable memory */
 	STAT_NEW_PID_EVENTS,  /* unclassified process announcements */
+	STAT_NATIVE_INCOMPLETE, /* native unwinding stopped early */
+	STAT_NATIVE_TRUNCATED,  /* deeper than PYPERF_MAX_NATIVE native frames */
 	STAT_NR,
 };
 

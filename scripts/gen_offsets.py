@@ -94,6 +94,7 @@ def field_sources(minor):
         off("frame_code", "PyFrameObject", "f_code", 8)
         off("frame_instr", "PyFrameObject", "f_lasti", 4)
         f["frame_owner"] = ("sym", NO)
+        f["frame_is_entry"] = ("sym", NO)
         f["instr_kind"] = ("sym", "INSTR_LASTI_BYTES" if minor <= 9 else "INSTR_LASTI_UNITS")
         f["owner_cstack"] = ("num", 0xFF)
     else:
@@ -107,6 +108,12 @@ def field_sources(minor):
             off("frame_code", "_PyInterpreterFrame", "f_executable", 8)
             off("frame_instr", "_PyInterpreterFrame", "instr_ptr", 8)
         off("frame_owner", "_PyInterpreterFrame", "owner", 1)  # 3.11 has it too
+        if minor == 11:
+            # 3.11 marks the first frame of each C call of the eval loop;
+            # 3.12+ puts a C-stack shim frame below it instead
+            off("frame_is_entry", "_PyInterpreterFrame", "is_entry", 1)
+        else:
+            f["frame_is_entry"] = ("sym", NO)
         f["instr_kind"] = ("sym", "INSTR_POINTER")
         f["owner_cstack"] = ("probe", "FRAME_OWNED_BY_CSTACK")  # 3.12+; 0xff if absent
 
@@ -390,9 +397,10 @@ def check_frame(ver, res, frame_read_max):
         if res[name] + 8 > frame_read_max:
             raise GenError("%s: %s = %d: beyond PYPERF_FRAME_READ_MAX (%d)" %
                            (ver, name, res[name], frame_read_max))
-    if res["frame_owner"] != NO and res["frame_owner"] >= frame_read_max:
-        raise GenError("%s: frame_owner = %d: beyond PYPERF_FRAME_READ_MAX" %
-                       (ver, res["frame_owner"]))
+    for name in ("frame_owner", "frame_is_entry"):
+        if res[name] != NO and res[name] >= frame_read_max:
+            raise GenError("%s: %s = %d: beyond PYPERF_FRAME_READ_MAX" %
+                           (ver, name, res[name]))
 
 
 # ---------------------------------------------------------------- output

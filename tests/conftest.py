@@ -92,6 +92,33 @@ def is_kernel(frame):
     return frame.endswith("_[k]")
 
 
+NATIVE_MARKS = ("[native truncated]", "[native incomplete]", "[unmerged native]")
+
+
+def is_native(frame):
+    """A native frame is "symbol (binary)": its file is not Python source;
+    "[unknown]" is native code outside any known binary."""
+    if frame == "[unknown]":
+        return True
+    m = FRAME_RE.match(frame)
+    if not m or is_kernel(frame):
+        return False
+    f = m.group("file")
+    return not (f.endswith(".py") or f.startswith("<"))
+
+
+def is_python(frame):
+    m = FRAME_RE.match(frame)
+    return bool(m) and not is_kernel(frame) and not is_native(frame)
+
+
 def names(frames):
-    """Function names of the Python (and synthetic) frames, kernel frames left out."""
-    return [func_name(f) for f in frames if not is_kernel(f)]
+    """Function names of the Python (and synthetic root) frames; kernel frames,
+    native frames and the merge's markers left out."""
+    return [func_name(f) for f in frames
+            if not is_kernel(f) and not is_native(f) and f not in NATIVE_MARKS]
+
+
+def all_names(frames):
+    """Function names of every frame: Python, native, markers, kernel."""
+    return [func_name(f) for f in frames]

@@ -2,6 +2,7 @@
  * over to the command (record.c).  Every bad input ends here with one line on
  * stderr and exit status 2, before anything is loaded or written. */
 #include "output.h"
+#include "nsym.h"
 #include "record.h"
 
 #include <errno.h>
@@ -34,7 +35,7 @@ static void usage(FILE *f)
 		"      --threads            start each stack with a frame naming its thread\n"
 		"      --no-lines           one frame per function instead of per line\n"
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
-		"      --python-only        Python frames only\n"
+		"      --python-only        Python frames only (no native or kernel frames)\n"
 		"      --top N              rows in each report table (default 20)\n"
 		"      --stats-json FILE    write run statistics (for benchmarks)\n"
 		"  -v, --verbose            say what is happening\n"
@@ -150,8 +151,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			o->no_lines = true;
 			break;
 		case OPT_NO_KERNEL:
-		case OPT_PY_ONLY: /* native frames are not sampled yet: the same for now */
 			o->no_kernel = true;
+			break;
+		case OPT_PY_ONLY:
+			o->no_kernel = o->no_native = true;
 			break;
 		case OPT_TOP:
 			if (!parse_long(optarg, 1, 1000000, &v))
@@ -223,6 +226,15 @@ int main(int argc, char **argv)
 					  getenv("PYPERF_COUNTS_ENTRIES"));
 		o.counts_entries = (unsigned)v;
 	}
+	if (getenv("PYPERF_UNWIND_ROWS")) {
+		long v;
+
+		if (!parse_long(getenv("PYPERF_UNWIND_ROWS"), 1, 1 << 25, &v))
+			return fail_usage("PYPERF_UNWIND_ROWS: not a number from 1 to 33554432: '%s'",
+					  getenv("PYPERF_UNWIND_ROWS"));
+		o.unwind_rows = (size_t)v;
+	}
+	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
 	rc = record_run(&o);
 	free(o.pids);
 	return rc;

@@ -67,11 +67,19 @@ static void print_table(FILE *f, const struct out_ctx *c, struct fn_row **rows, 
 
 	fprintf(f, "\n%s\n", title);
 	fprintf(f, "  %%Own   %%Total  OwnTime  TotalTime  Function (filename:line)\n");
-	for (size_t i = 0; i < n && i < c->top; i++)
-		fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s (%s:%d)\n",
-			100.0 * rows[i]->own / total, 100.0 * rows[i]->total / total,
-			rows[i]->own * per, rows[i]->total * per, rows[i]->fn->name,
-			rows[i]->fn->file, rows[i]->fn->firstlineno);
+	for (size_t i = 0; i < n && i < c->top; i++) {
+		const struct pyfunc *fn = rows[i]->fn;
+
+		fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s", 100.0 * rows[i]->own / total,
+			100.0 * rows[i]->total / total, rows[i]->own * per, rows[i]->total * per,
+			fn->name);
+		if (fn->kind == FN_PYTHON)
+			fprintf(f, " (%s:%d)\n", fn->file, fn->firstlineno);
+		else if (fn->kind == FN_MARK)
+			fputc('\n', f);
+		else
+			fprintf(f, " (%s)\n", fn->file);
+	}
 }
 
 static int by_samples(const void *a, const void *b)

@@ -13,9 +13,11 @@ static void put_clean(struct sbuf *b, const char *s)
 void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines)
 {
 	put_clean(b, f->fn->name);
+	if (f->fn->kind == FN_MARK || !f->fn->file[0])
+		return; /* markers, and native code of no known binary: "[unknown]" */
 	sb_puts(b, " (");
 	put_clean(b, f->fn->file);
-	if (lines)
+	if (lines && f->fn->kind == FN_PYTHON)
 		sb_printf(b, ":%d", pyfunc_line(f->fn, f->instr));
 	sb_putc(b, ')');
 }

@@ -22,8 +22,9 @@ struct out_ctx {
 	size_t top;                  /* rows per report table */
 };
 
-/* "name (file:line)", or "name (file)" without lines; ';' and newlines in
- * names are replaced so the label stays one folded frame. */
+/* Python: "name (file:line)", or "name (file)" without lines; native:
+ * "symbol (binary)"; markers: "[...]".  ';' and newlines in names are
+ * replaced so the label stays one folded frame. */
 void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines);
 /* The synthetic root frames of a sample (process, thread, and [truncated] or
  * [incomplete] when the stack misses its root side), each followed by ';'. */

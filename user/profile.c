@@ -2,6 +2,7 @@
  * announced, while the process is alive; a code object already named for this
  * process (same address and co_firstlineno) is not read again. */
 #include "profile.h"
+#include "merge.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,16 +127,37 @@ void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
 	name[PYPERF_COMM_LEN] = 0;
 }
 
-static bool same_raw(const struct pstack *st, uint32_t flags, const struct py_frame *raw,
-		     uint32_t n)
+/* nraw Python frames in raw; nnat native ones in nat */
+struct raw_stack {
+	const struct py_frame *py;
+	uint32_t npy;
+	const __u64 *nat;
+	uint32_t nnat;
+};
+
+static bool same_raw(const struct pstack *st, uint32_t flags, const struct raw_stack *r)
 {
-	return st->raw && st->nframes == n && st->flags == flags &&
-	       !memcmp(st->raw, raw, n * sizeof(*raw));
+	return st->raw && st->flags == flags && st->nraw == r->npy && st->nrawnat == r->nnat &&
+	       !memcmp(st->raw, r->py, r->npy * sizeof(*r->py)) &&
+	       (!r->nnat || !memcmp(st->rawnat, r->nat, r->nnat * sizeof(*r->nat)));
 }
+
+static int insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
+			uint32_t flags, const struct pframe *frames, uint32_t n,
+			const struct raw_stack *raw);
 
 int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
 			 uint32_t flags, const struct pframe *frames, uint32_t n,
 			 const struct py_frame *raw)
+{
+	struct raw_stack r = { .py = raw, .npy = n };
+
+	return insert_stack(p, pid, gen, hash, flags, frames, n, raw ? &r : NULL);
+}
+
+static int insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
+			uint32_t flags, const struct pframe *frames, uint32_t n,
+			const struct raw_stack *raw)
 {
 	struct pproc *pp = profile_proc(p, (int)pid);
 	struct stack_id id = { .hash = hash, .gen = gen };
@@ -144,7 +166,7 @@ int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t
 	if (!pp)
 		return -1;
 	old = hmap_get(&pp->stacks, &id, sizeof(id));
-	if (old && (!raw || same_raw(old, flags, raw, n)))
+	if (old && (!raw || same_raw(old, flags, raw)))
 		return 0; /* announced again after a drain: already known */
 	st = malloc(sizeof(*st) + n * sizeof(st->frames[0]));
 	if (!st)
@@ -153,14 +175,25 @@ int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t
 	st->flags = flags;
 	st->nframes = n;
 	st->raw = NULL;
+	st->rawnat = NULL;
+	st->nraw = st->nrawnat = 0;
 	memcpy(st->frames, frames, n * sizeof(st->frames[0]));
 	own(p, st);
 	if (raw) {
-		st->raw = malloc(n * sizeof(*raw) + 1);
+		st->raw = malloc(raw->npy * sizeof(*raw->py) + 1);
 		if (!st->raw)
 			return -1;
-		memcpy(st->raw, raw, n * sizeof(*raw));
+		memcpy(st->raw, raw->py, raw->npy * sizeof(*raw->py));
+		st->nraw = raw->npy;
 		own(p, st->raw);
+		if (raw->nnat) {
+			st->rawnat = malloc(raw->nnat * sizeof(*raw->nat));
+			if (!st->rawnat)
+				return -1;
+			memcpy(st->rawnat, raw->nat, raw->nnat * sizeof(*raw->nat));
+			st->nrawnat = raw->nnat;
+			own(p, st->rawnat);
+		}
 	}
 	return hmap_put(&pp->stacks, &id, sizeof(id), st);
 }
@@ -168,25 +201,38 @@ int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t
 int profile_add_stack(struct profile *p, const struct ev_stack *ev)
 {
 	static struct pframe frames[PYPERF_MAX_FRAMES];
+	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 1];
+	static uint8_t entry[PYPERF_MAX_FRAMES];
+	static const struct pyfunc *nat[PYPERF_MAX_NATIVE];
 	struct pproc *pp = profile_proc(p, ev->pid);
 	struct stack_id id = { .hash = ev->hash, .gen = ev->gen };
 	uint32_t n = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;
+	uint32_t nn = ev->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : ev->nnative;
+	struct raw_stack raw = { .py = ev->frames, .npy = n, .nat = ev->native, .nnat = nn };
 	struct pstack *old;
 
 	if (!pp)
 		return -1;
 	profile_set_thread_name(p, ev->tid, ev->comm);
 	old = hmap_get(&pp->stacks, &id, sizeof(id));
-	if (old && same_raw(old, ev->flags, ev->frames, n))
+	if (old && same_raw(old, ev->flags, &raw))
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
+		uint32_t instr = PY_FRAME_INSTR(ev->frames[i].instr);
+
 		frames[i].fn = name_code(p, pp, ev->gen, &ev->frames[i]);
-		frames[i].instr = ev->frames[i].instr;
+		/* negative offsets (a frame not started yet) come masked */
+		frames[i].instr = instr >= 0x7fff0000u ? UINT32_MAX : instr;
+		entry[i] = !!(ev->frames[i].instr & PY_FRAME_ENTRY);
 		if (!frames[i].fn)
 			return -1;
 	}
-	return profile_insert_stack(p, ev->pid, ev->gen, ev->hash, ev->flags, frames, n,
-				    ev->frames);
+	if (!(ev->flags & STACK_NATIVE) || !p->nat)
+		return insert_stack(p, ev->pid, ev->gen, ev->hash, ev->flags, frames, n, &raw);
+	for (uint32_t i = 0; i < nn; i++)
+		nat[i] = native_func(p->nat, ev->pid, ev->native[i], i == 0);
+	n = merge_frames(frames, entry, n, nat, nn, ev->flags, merged);
+	return insert_stack(p, ev->pid, ev->gen, ev->hash, ev->flags, merged, n, &raw);
 }
 
 /* the interned, named kernel stack for these addresses */

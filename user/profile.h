@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "hmap.h"
 #include "ksyms.h"
+#include "native.h"
 #include "pyperf.h"
 #include "pyproc.h"
 #include "pyread.h"
@@ -27,7 +28,9 @@ struct pstack {
 	uint32_t flags;              /* STACK_TRUNCATED, STACK_BAD_READ */
 	uint32_t nframes;
 	struct py_frame *raw;        /* as the sampler sent them (NULL if built by hand) */
-	struct pframe frames[];      /* leaf first */
+	__u64 *rawnat;               /* native frames as sent (NULL: none) */
+	uint32_t nraw, nrawnat;
+	struct pframe frames[];      /* leaf first: Python and native frames merged */
 };
 
 /* A kernel stack, leaf first; named by profile_name_kernel_stacks. */
@@ -65,6 +68,7 @@ struct profile {
 	uint64_t total;              /* samples counted */
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
+	struct native *nat;          /* names native frames (NULL: none were taken) */
 	void **owned;                /* stacks and functions, freed at the end */
 	size_t nowned, capowned;
 };

@@ -309,6 +309,7 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 	o.frame_code = (__u16)used(&r, U_FR_EXECUTABLE);
 	o.frame_instr = (__u16)used(&r, U_FR_INSTR);
 	o.frame_owner = (__u16)used(&r, U_FR_OWNER);
+	o.frame_is_entry = PYPERF_NO_OFFSET; /* 3.12+ mark entries with shim frames */
 	o.instr_kind = INSTR_POINTER;
 	o.owner_cstack = PY313_FRAME_OWNED_BY_CSTACK;
 	o.code_firstlineno = (__u16)used(&r, U_CO_FIRSTLINENO);

@@ -7,7 +7,15 @@
 #include <stdint.h>
 #include "pyperf.h"
 
-/* A named code object.  Lives until the end of the run. */
+/* What a frame of a merged stack is. */
+enum pyfunc_kind {
+	FN_PYTHON = 0,         /* a code object */
+	FN_NATIVE,             /* a native function (name: symbol, file: binary) */
+	FN_EVAL,               /* native, and the interpreter's eval loop */
+	FN_MARK,               /* a marker such as "[native incomplete]" (name only) */
+};
+
+/* A named code object, or a native function.  Lives until the end of the run. */
 struct pyfunc {
 	char *name;            /* co_qualname where the version has it, else co_name */
 	char *file;            /* co_filename */
@@ -15,6 +23,7 @@ struct pyfunc {
 	uint8_t lt_kind;       /* enum py_linetable_kind */
 	uint8_t *lt;           /* line table bytes */
 	size_t lt_len;
+	uint8_t kind;          /* enum pyfunc_kind (FN_PYTHON: 0) */
 };
 
 /* Copy len bytes at addr in pid; 0, or -errno. */

@@ -14,6 +14,7 @@
  * exponential backoff (a fresh exec may not have mapped libpython yet); a
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "record.h"
+#include "native.h"
 #include "output.h"
 #include "profile.h"
 #include "pyproc.h"
@@ -55,6 +56,8 @@ struct recorder {
 	struct sampler *s;
 	struct profile prof;
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
+	struct native nat;           /* binaries, unwind tables, mappings */
+	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
 	pid_t child;
 	int child_status;
@@ -82,6 +85,19 @@ static struct pid_state *pid_state(struct recorder *r, int pid)
 	return ps;
 }
 
+/* (Re)read pid's executable mappings for the native unwinder. */
+static void update_native(struct recorder *r, int pid)
+{
+	char err[512];
+
+	if (!r->prof.nat)
+		return;
+	if (native_proc_update(&r->nat, pid, r->nmaps, err, sizeof(err)) == 0)
+		sampler_set_native_maps(r->s, pid, r->nmaps);
+	else if (r->o->verbose)
+		fprintf(stderr, "pyperf-bpf: pid %d: no native frames: %s\n", pid, err);
+}
+
 static int adopt(struct recorder *r, const struct pyproc *py)
 {
 	struct proc_info pi;
@@ -91,6 +107,7 @@ static int adopt(struct recorder *r, const struct pyproc *py)
 	pi.gen = ++r->next_gen;
 	pi.off = py->off;
 	profile_set_python(&r->prof, py->pid, py, pi.gen);
+	update_native(r, py->pid); /* before the sampler knows the process */
 	return sampler_set_proc(r->s, py->pid, &pi);
 }
 
@@ -154,9 +171,18 @@ static int on_event(void *ctx, void *data, size_t size)
 		ps = hmap_get(&r->pids, &h->pid, sizeof(h->pid));
 		if (ps)
 			memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
+		native_proc_forget(&r->nat, h->pid);
 		break;
 	case EV_EXIT:
+		native_proc_forget(&r->nat, h->pid);
 		break;
+	case EV_MAPS: { /* it ran code mapped after we looked (dlopen) */
+		const struct pproc *pp = hmap_get(&r->prof.procs, &h->pid, sizeof(h->pid));
+
+		if (pp && pp->python)
+			update_native(r, h->pid);
+		break;
+	}
 	}
 	return 0;
 }
@@ -436,7 +462,8 @@ int record_run(const struct record_opts *o)
 	struct recorder r;
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
-				   .kernel_stacks = !o->no_kernel };
+				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
+				   .unwind_rows = o->unwind_rows };
 	char err[1024];
 	int go = -1, errfd = -1, rc = 1;
 	uint64_t start;
@@ -452,6 +479,18 @@ int record_run(const struct record_opts *o)
 		goto fail;
 	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
 		goto fail;
+	if (!o->no_native) {
+		size_t cap;
+		struct unwind_row *rows = sampler_unwind_rows(r.s, &cap);
+
+		native_init(&r.nat, rows, cap);
+		r.nmaps = malloc(sizeof(*r.nmaps));
+		if (!r.nmaps) {
+			snprintf(err, sizeof(err), "out of memory");
+			goto fail;
+		}
+		r.prof.nat = &r.nat;
+	}
 	sampler_skip(r.s, getpid(), UINT64_MAX);
 	if (describe_pids(&r, err, sizeof(err)))
 		goto fail;
@@ -508,6 +547,8 @@ out:
 		close(errfd);
 	sampler_close(r.s);
 	profile_free(&r.prof);
+	native_free(&r.nat);
+	free(r.nmaps);
 	hmap_free(&r.pids, free);
 	return rc;
 }

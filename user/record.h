@@ -15,6 +15,8 @@ struct record_opts {
 	int format;                  /* enum out_format */
 	bool threads, no_lines, verbose;
 	bool no_kernel;              /* --no-kernel or --python-only */
+	bool no_native;              /* --python-only */
+	size_t unwind_rows;          /* PYPERF_UNWIND_ROWS: size of the unwind table array */
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */

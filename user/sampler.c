@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ struct sampler {
 	int *pfds;
 	int ncpus;
 	int freq;
+	struct unwind_row *rows;     /* unwind_rows, mapped into our memory */
+	size_t nrows;
 };
 
 static bool libbpf_verbose;
@@ -122,6 +125,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	}
 	s->skel->rodata->filter_targets = o->filter_targets;
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
+	s->skel->rodata->native_stacks = o->native_stacks;
+	s->nrows = o->native_stacks ? (o->unwind_rows ? o->unwind_rows : PYPERF_UNWIND_ROWS) : 1;
+	bpf_map__set_max_entries(s->skel->maps.unwind_rows, s->nrows);
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
@@ -129,6 +135,13 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	e = pyperf_bpf__load(s->skel);
 	if (e) {
 		explain_load_error(-e, err, errlen);
+		goto fail;
+	}
+	s->rows = mmap(NULL, s->nrows * sizeof(struct unwind_row), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, bpf_map__fd(s->skel->maps.unwind_rows), 0);
+	if (s->rows == MAP_FAILED) {
+		s->rows = NULL;
+		snprintf(err, errlen, "cannot map the unwind table array: %s", strerror(errno));
 		goto fail;
 	}
 	e = pyperf_bpf__attach(s->skel); /* the tracepoints; perf events come in sampler_start */
@@ -159,6 +172,18 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi
 {
 	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
 	return bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), pi, sizeof(*pi), BPF_ANY);
+}
+
+struct unwind_row *sampler_unwind_rows(struct sampler *s, size_t *n)
+{
+	*n = s->rows ? s->nrows : 0;
+	return s->rows;
+}
+
+int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm)
+{
+	return bpf_map__update_elem(s->skel->maps.native_procs, &pid, sizeof(pid), nm, sizeof(*nm),
+				    BPF_ANY);
 }
 
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
@@ -335,6 +360,8 @@ void sampler_close(struct sampler *s)
 	free(s->links);
 	free(s->pfds);
 	ring_buffer__free(s->rb);
+	if (s->rows)
+		munmap(s->rows, s->nrows * sizeof(struct unwind_row));
 	pyperf_bpf__destroy(s->skel);
 	free(s);
 }

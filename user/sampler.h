@@ -16,6 +16,8 @@ struct sampler_opts {
 	bool verbose;                /* pass libbpf's messages through */
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
+	bool native_stacks;          /* unwind native user stacks */
+	size_t unwind_rows;          /* size of the unwind_rows array; 0: PYPERF_UNWIND_ROWS */
 };
 
 /* Called for every ring buffer record (struct ev_header first). */
@@ -30,6 +32,11 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		 void *ctx, char *err, size_t errlen);
 int sampler_add_target(struct sampler *s, uint32_t pid);
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi);
+/* The unwind_rows array, writable (shared with the BPF program), and its
+ * size in rows; NULL when native stacks are off. */
+struct unwind_row *sampler_unwind_rows(struct sampler *s, size_t *n);
+/* Tell the unwinder pid's executable mappings. */
+int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
 /* Open and attach the perf events: sampling starts. */

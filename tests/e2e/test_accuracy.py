@@ -6,11 +6,11 @@ import ast
 import json
 import os
 
-from conftest import WORKLOADS, is_kernel, names, parse_folded, run_pyperf, supported_pythons
+from conftest import WORKLOADS, is_python, names, parse_folded, run_pyperf, supported_pythons
 
 
 def python_leaf(frames):
-    return [f for f in frames if not is_kernel(f)][-1]
+    return [f for f in frames if is_python(f)][-1]
 
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 CHAIN = ["<module>", "main", "run_schedule"]

@@ -1,0 +1,144 @@
+"""Merged stacks: native frames (unwound from CFI, no frame pointers needed)
+take their place between Python frames, eval-loop frames are replaced by the
+Python frames they ran, and native frames outside the loop stay put."""
+import json
+import os
+
+import pytest
+
+from conftest import (SUPPORTED, WORKLOADS, all_names, func_name, is_kernel, is_native,
+                      is_python, names, parse_folded, run_pyperf, supported_pythons)
+
+
+def record(python, tmp_path, script, *args, extra=(), pyflags=()):
+    out = tmp_path / "n.folded"
+    r = run_pyperf(["-F", "999", "-o", str(out), *extra, "--", python, *pyflags,
+                    os.path.join(WORKLOADS, script), *args])
+    assert r.returncode == 0, r.stderr
+    return parse_folded(out.read_text()), r
+
+
+def binary(frame):
+    """The binary of a native frame "symbol (binary)"."""
+    return frame[frame.rindex("(") + 1:-1]
+
+
+@supported_pythons()
+def test_ctypes_callback_from_qsort_is_merged_in_order(python, tmp_path):
+    """Python sort_many -> libc qsort -> ctypes callback -> Python compare."""
+    stacks, r = record(python[0], tmp_path, "qsort_cb.py", "3")
+    in_compare = ordered = 0
+    bad = []
+    for frames, count in stacks:
+        fn = [func_name(f) if not is_kernel(f) else f for f in frames]
+        if "compare" not in names(frames):
+            continue
+        in_compare += count
+        try:
+            outer = fn.index("sort_many")
+            sort = next(i for i, f in enumerate(frames)
+                        if is_native(f) and "qsort" in func_name(f) and i > outer)
+            inner = len(fn) - 1 - fn[::-1].index("compare")
+        except (ValueError, StopIteration):
+            bad.append((frames, count))
+            continue
+        if outer < sort < inner:
+            ordered += count
+        else:
+            bad.append((frames, count))
+    assert in_compare > 300, f"too few comparator samples: {in_compare}\n{r.stderr}"
+    bad.sort(key=lambda b: -b[1])
+    assert ordered >= 0.9 * in_compare, \
+        f"only {ordered} of {in_compare} comparator samples ordered; e.g. {bad[:2]}"
+
+
+@supported_pythons()
+def test_zlib_thread_shows_deflate_below_its_python_caller(python, tmp_path):
+    truth = tmp_path / "ids.json"
+    stacks, r = record(python[0], tmp_path, "threads.py", "2", str(truth))
+    caller = below = 0
+    for frames, count in stacks:
+        py = names(frames)
+        if not py or py[-1] != "c_work":
+            continue
+        caller += count
+        last_py = max(i for i, f in enumerate(frames) if is_python(f))
+        if any(is_native(f) and binary(f).startswith("libz.so") for f in frames[last_py + 1:]):
+            below += count
+    assert caller > 300, f"too few samples in c_work: {caller}\n{r.stderr}"
+    assert below >= 0.8 * caller, f"only {below} of {caller} c_work samples show libz frames"
+
+
+@supported_pythons()
+def test_native_frames_below_the_outermost_python_frame(python, tmp_path):
+    """The interpreter's own start-up frames sit at the root, before <module>,
+    and a thread's stack starts in its native thread start routine."""
+    truth = tmp_path / "ids.json"
+    stacks, r = record(python[0], tmp_path, "threads.py", "1.5", str(truth))
+    main_total = main_rooted = spin_total = spin_rooted = 0
+    for frames, count in stacks:
+        py = names(frames)
+        if not py:
+            continue
+        first_py = next(i for i, f in enumerate(frames) if is_python(f))
+        root_native = [func_name(f) for f in frames[:first_py] if is_native(f)]
+        if py[0] == "<module>":
+            main_total += count
+            main_rooted += count * ("Py_BytesMain" in root_native or "Py_RunMain" in root_native)
+        if "py_spin" in py:
+            spin_total += count
+            # thread start: libc's start_thread, then CPython's thread bootstrap
+            spin_rooted += count * (len(root_native) >= 2 and "Py_BytesMain" not in root_native)
+    assert spin_total > 300, r.stderr
+    assert spin_rooted >= 0.9 * spin_total, f"{spin_rooted} of {spin_total}"
+    if main_total > 20:
+        assert main_rooted >= 0.9 * main_total, f"{main_rooted} of {main_total}"
+
+
+@supported_pythons()
+def test_merged_split_keeps_the_python_chain_unbroken(python, tmp_path):
+    """On pure Python code the merge leaves no marker and no eval-loop frame:
+    every sample of the split workload merges completely."""
+    truth = tmp_path / "truth.json"
+    stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth))
+    total = sum(c for _, c in stacks)
+    marked = sum(c for f, c in stacks if any(x.startswith("[") for x in all_names(f)))
+    # an eval-loop frame survives only in a stack marked as not merged
+    evals = [f for f, c in stacks if any("_PyEval_EvalFrameDefault" in x for x in f)
+             and "[unmerged native]" not in f]
+    assert total > 1000, r.stderr
+    assert marked <= 0.02 * total, f"{marked} of {total} samples carry a merge marker"
+    assert not evals, f"eval-loop frames must be replaced by Python frames: {evals[:1]}"
+
+
+PERF_TRAMPOLINE = [p for p in SUPPORTED if p[1] >= (3, 12)]
+
+
+@pytest.mark.parametrize("python", PERF_TRAMPOLINE, ids=[p[0] for p in PERF_TRAMPOLINE])
+def test_perf_trampolines_do_not_break_the_merge(python, tmp_path):
+    """python -X perf runs every Python call through a small JIT trampoline
+    without CFI: frame pointers carry the unwinder across it."""
+    truth = tmp_path / "truth.json"
+    stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth), pyflags=["-X", "perf"])
+    chain = ["<module>", "main", "run_schedule"]
+    leafs = full = 0
+    for frames, count in stacks:
+        py = names(frames)
+        if py and py[-1].startswith("leaf_"):
+            leafs += count
+            full += count * (py[:-1] == chain)
+    assert leafs > 1000, r.stderr
+    assert full >= 0.95 * leafs, f"{full} of {leafs}"
+    total = sum(c for _, c in stacks)
+    marked = sum(c for f, c in stacks if any(x.startswith("[") for x in all_names(f)))
+    assert marked <= 0.02 * total, f"{marked} of {total} samples carry a merge marker"
+    # the trampolines are named from the perf map CPython writes
+    named = sum(c for f, c in stacks if any(x.startswith("py::leaf_") for x in all_names(f)))
+    assert named >= 0.9 * leafs, f"{named} of {leafs} leaf samples show their trampoline"
+
+
+def test_python_only_has_no_native_frames(tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    stacks, _ = record(SUPPORTED[-1][0], tmp_path, "qsort_cb.py", "1", extra=["--python-only"])
+    assert sum(c for f, c in stacks if "compare" in names(f)) > 100
+    assert not any(is_native(f) for frames, _ in stacks for f in frames)
