@@ -134,6 +134,18 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
+/* A return address and its unwind row, cached per CPU: the same call sites
+ * come back sample after sample (and frame after frame in recursion), and a
+ * hit skips both binary searches.  Keyed with the process image (tgid, gen):
+ * addresses mean nothing across processes, and a binary's rows never change
+ * once written. */
+#define ROW_CACHE_SIZE 256
+struct row_cache_entry {
+	__u64 pc;
+	__u32 tgid, gen;
+	struct unwind_row row;
+};
+
 /* per-CPU scratch: the stack being built, a window of frame memory, a code object */
 struct scratch {
 	struct ev_stack ev;
@@ -143,6 +155,9 @@ struct scratch {
 	__u8 code_buf[PYPERF_FRAME_READ_MAX + 8];
 	__u32 lo, hi;            /* binary search bounds, kept here so the verifier
 				  * sees unknown values and prunes the loop */
+	__u64 stk_lo, stk_hi;    /* user stack addresses held in stk */
+	__u8 stk[PYPERF_STACK_WINDOW + 8];
+	struct row_cache_entry rcache[ROW_CACHE_SIZE];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -446,10 +461,11 @@ static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u
 struct native_walk {
 	struct scratch *s;
 	const struct native_maps *nm;
+	const struct native_mapping *last; /* consecutive frames share binaries */
 	__u64 pc, sp, bp;
 	__u64 hash;
 	__u32 flags;
-	__u32 tgid;
+	__u32 tgid, gen;
 };
 
 /* Binary searches keep their bounds in the scratch map through volatile
@@ -537,12 +553,32 @@ static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc
 	u->hash = mix(u->hash, pc);
 }
 
+/* A word of the user stack.  Callers' frames lie above (at higher
+ * addresses), so one read of PYPERF_STACK_WINDOW bytes from the lowest word
+ * a frame needs serves several frames. */
+static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
+{
+	if (addr < s->stk_lo || addr + 8 > s->stk_hi) {
+		if (bpf_probe_read_user(s->stk, PYPERF_STACK_WINDOW, (void *)addr)) {
+			/* the window would run past the end of the stack */
+			s->stk_lo = s->stk_hi = 0;
+			return bpf_probe_read_user(val, sizeof(*val), (void *)addr);
+		}
+		s->stk_lo = addr;
+		s->stk_hi = addr + PYPERF_STACK_WINDOW;
+	}
+	*val = *(__u64 *)(s->stk + ((addr - s->stk_lo) & (PYPERF_STACK_WINDOW - 1)));
+	return 0;
+}
+
 static long native_step(__u32 i, struct native_walk *u)
 {
 	__u32 n = u->s->ev.nnative;
 	const struct native_mapping *m;
 	const struct unwind_row *r;
-	__u64 cfa, ra, pc = u->pc;
+	struct unwind_row row;
+	struct row_cache_entry *c;
+	__u64 cfa, ra, pc = u->pc, look;
 
 	if (!pc)
 		return 1; /* frame pointer chains end with 0 */
@@ -550,7 +586,19 @@ static long native_step(__u32 i, struct native_walk *u)
 		u->flags |= STACK_NATIVE_TRUNCATED;
 		return 1;
 	}
-	m = find_mapping(u->s, u->nm, pc);
+	/* a return address points after its call, which may be a function's
+	 * last instruction: look up the call itself */
+	look = pc - (n ? 1 : 0);
+	c = &u->s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
+	if (n && c->pc == look && c->tgid == u->tgid && c->gen == u->gen) {
+		row = c->row;
+		native_push(u, n, pc);
+		goto unwind;
+	}
+	m = u->last;
+	if (!m || pc < m->start || pc >= m->end)
+		m = find_mapping(u->s, u->nm, pc);
+	u->last = m;
 	if (!m) {
 		native_push(u, n, pc);
 		u->flags |= STACK_NATIVE_INCOMPLETE;
@@ -563,23 +611,29 @@ static long native_step(__u32 i, struct native_walk *u)
 		if (!u->bp || u->bp < u->sp)
 			goto incomplete;
 		cfa = u->bp + 16;
-		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
-		    bpf_probe_read_user(&u->bp, sizeof(u->bp), (void *)(cfa - 16)))
+		if (stack_word(u->s, cfa - 16, &u->bp) || stack_word(u->s, cfa - 8, &ra))
 			goto incomplete;
 		u->sp = cfa;
 		u->pc = ra;
 		return 0;
 	}
-	/* a return address points after its call, which may be a function's
-	 * last instruction: look up the call itself */
-	r = find_row(u->s, m->rows_start, m->rows_len, (__u32)(pc - m->bias - (n ? 1 : 0)));
+	r = find_row(u->s, m->rows_start, m->rows_len, (__u32)(look - m->bias));
 	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED) {
 		native_push(u, n, pc);
 		goto incomplete;
 	}
+	row = *r;
+	if (n) {
+		c->pc = look;
+		c->tgid = u->tgid;
+		c->gen = u->gen;
+		c->row = row;
+	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
 	 * share one stack (a return address is already stable) */
-	native_push(u, n, n ? pc : r->pc + m->bias);
+	native_push(u, n, n ? pc : row.pc + m->bias);
+unwind:
+	r = &row;
 	switch (r->cfa_kind) {
 	case CFA_END:
 		return 1; /* the outermost frame: complete */
@@ -597,14 +651,15 @@ static long native_step(__u32 i, struct native_walk *u)
 	default:
 		goto incomplete;
 	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
-		goto incomplete;
+	/* the lower word first: the window then holds both */
 	if (r->rbp_kind == RBP_AT_CFA) {
-		if (bpf_probe_read_user(&u->bp, sizeof(u->bp), (void *)(cfa + r->rbp_off)))
+		if (stack_word(u->s, cfa + r->rbp_off, &u->bp))
 			goto incomplete;
 	} else if (r->rbp_kind == RBP_LOST) {
 		u->bp = 0;
 	}
+	if (stack_word(u->s, cfa - 8, &ra))
+		goto incomplete;
 	u->sp = cfa;
 	u->pc = ra;
 	return 0;
@@ -616,9 +671,9 @@ incomplete:
 /* Unwind the user stack of the current task into s->ev.native; returns the
  * STACK_NATIVE* flags. */
 static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, struct scratch *s,
-					    __u32 tgid, __u64 *hash)
+					    __u32 tgid, __u32 gen, __u64 *hash)
 {
-	struct native_walk u = { .s = s, .tgid = tgid, .hash = *hash };
+	struct native_walk u = { .s = s, .tgid = tgid, .gen = gen, .hash = *hash };
 	struct pt_regs *regs;
 
 	s->ev.nnative = 0;
@@ -639,6 +694,7 @@ static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, stru
 		u.bp = BPF_CORE_READ(regs, bp);
 	}
 	u.flags = STACK_NATIVE;
+	s->stk_lo = s->stk_hi = 0;
 	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, &u, 0);
 	if (u.flags & STACK_NATIVE_INCOMPLETE)
 		stat_inc(STAT_NATIVE_INCOMPLETE);
@@ -746,7 +802,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	s->ev.nnative = 0;
 	if (native_stacks)
-		w.flags |= unwind_native(ctx, s, tgid, &w.hash);
+		w.flags |= unwind_native(ctx, s, tgid, p->gen, &w.hash);
 
 	s->ev.kind = EV_STACK;
 	s->ev.pid = tgid;

@@ -30,6 +30,7 @@
 #define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */
 #define PYPERF_MAX_NATIVE 256     /* native user frames kept per sample (leaf side) */
 #define PYPERF_MAX_MAPPINGS 512   /* executable mappings per process the unwinder knows */
+#define PYPERF_STACK_WINDOW 1024  /* bytes of the user stack read at once */
 #define PYPERF_UNWIND_ROWS (1u << 20) /* default size of the unwind_rows array */
 
 /* How a frame says where it is in its code. */

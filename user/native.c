@@ -92,16 +92,19 @@ static struct pyfunc *new_func(const char *name, const char *file, uint8_t kind)
 	return f;
 }
 
-void native_init(struct native *n, struct unwind_row *rows, size_t cap)
+void native_init(struct native *n, native_write_fn write, void *ctx, size_t cap)
 {
+	struct unwind_row fixed[ROW_TRAMPOLINE + 1];
+
 	memset(n, 0, sizeof(*n));
-	n->rows = rows;
-	n->cap = rows ? cap : 0;
-	if (n->cap > ROW_TRAMPOLINE) {
-		memset(rows, 0, 2 * sizeof(rows[0])); /* row 0: pc 0, CFA_NONE */
-		rows[ROW_TRAMPOLINE].cfa_kind = CFA_RSP;
-		rows[ROW_TRAMPOLINE].cfa_off = 16;
-		rows[ROW_TRAMPOLINE].rbp_kind = RBP_SAME;
+	memset(fixed, 0, sizeof(fixed)); /* row 0: pc 0, CFA_NONE */
+	fixed[ROW_TRAMPOLINE].cfa_kind = CFA_RSP;
+	fixed[ROW_TRAMPOLINE].cfa_off = 16;
+	fixed[ROW_TRAMPOLINE].rbp_kind = RBP_SAME;
+	if (write && cap > ROW_TRAMPOLINE && write(ctx, 0, fixed, ROW_TRAMPOLINE + 1) == 0) {
+		n->write = write;
+		n->write_ctx = ctx;
+		n->cap = cap;
 		n->used = ROW_TRAMPOLINE + 1;
 	}
 	n->unknown = new_func("[unknown]", "", FN_NATIVE);
@@ -246,8 +249,8 @@ static void build_table(struct native *n, struct nbin *b)
 	if (!n->cap)
 		return;
 	if (unwind_table_build(b->fd, b->path, &t, err, sizeof(err)) == 0 && t.n) {
-		if (n->used + t.n <= n->cap && t.n <= UINT32_MAX) {
-			memcpy(&n->rows[n->used], t.rows, t.n * sizeof(t.rows[0]));
+		if (n->used + t.n <= n->cap && t.n <= UINT32_MAX &&
+		    n->write(n->write_ctx, n->used, t.rows, t.n) == 0) {
 			b->rows_start = (uint32_t)n->used;
 			b->rows_len = (uint32_t)t.n;
 			n->used += t.n;

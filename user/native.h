@@ -34,8 +34,12 @@ struct native_stats {
 	uint64_t mappings_dropped;   /* executable mappings beyond PYPERF_MAX_MAPPINGS */
 };
 
+/* Writes rows [start, start + n) of the shared array; 0 or -1. */
+typedef int (*native_write_fn)(void *ctx, size_t start, const struct unwind_row *rows, size_t n);
+
 struct native {
-	struct unwind_row *rows;     /* the sampler's array (NULL: tables not kept) */
+	native_write_fn write;       /* into the sampler's array (NULL: no tables) */
+	void *write_ctx;
 	size_t cap, used;
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
@@ -44,9 +48,10 @@ struct native {
 	struct native_stats st;
 };
 
-/* rows (may be NULL, cap 0) is where unwind tables go; row 0 is kept as a
- * "no CFI here" row for binaries whose table did not fit. */
-void native_init(struct native *n, struct unwind_row *rows, size_t cap);
+/* Unwind tables go through write into an array of cap rows (write NULL,
+ * cap 0: no tables).  Row 0 is kept as a "no CFI here" row for binaries
+ * whose table did not fit, row 1 for CPython's perf trampolines. */
+void native_init(struct native *n, native_write_fn write, void *ctx, size_t cap);
 void native_free(struct native *n);
 
 /* (Re)read pid's mappings, build the tables of binaries not seen before, and

@@ -20,6 +20,7 @@ char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 struct fsym {
 	uint64_t start, end;
 	const char *name;            /* in libdwfl's tables, or `owned` */
+	int rank;                    /* among aliases, lower is the better name */
 };
 
 struct nsym_bin {
@@ -91,13 +92,30 @@ static int cmp_fsym(const void *a, const void *c)
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	/* at one address prefer the sized, then the longer symbol */
-	return x->end > y->end ? -1 : x->end < y->end;
+	/* at one address prefer the sized, then the longer symbol, then the
+	 * better-known alias (getpid over __getpid) */
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+/* keep s until close; false (s freed) when out of memory */
+static bool own(struct nsym_bin *b, char *s)
+{
+	char **v = realloc(b->owned, (b->nowned + 1) * sizeof(*v));
+
+	if (!v) {
+		free(s);
+		return false;
+	}
+	b->owned = v;
+	v[b->nowned++] = s;
+	return true;
 }
 
 static const char *demangled(struct nsym_bin *b, const char *name)
 {
-	char *d, **v;
+	char *d;
 	int status = -1;
 
 	if (strncmp(name, "_Z", 2))
@@ -105,12 +123,76 @@ static const char *demangled(struct nsym_bin *b, const char *name)
 	d = __cxa_demangle(name, NULL, NULL, &status);
 	if (!d || status)
 		return free(d), name;
-	v = realloc(b->owned, (b->nowned + 1) * sizeof(*v));
-	if (!v)
-		return free(d), name;
-	b->owned = v;
-	v[b->nowned++] = d;
-	return d;
+	return own(b, d) ? d : name;
+}
+
+static bool add_sym(struct nsym_bin *b, size_t *k, size_t *cap, uint64_t start, uint64_t end,
+		    const char *name, int rank)
+{
+	if (*k == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		struct fsym *v = realloc(b->v, ncap * sizeof(*v));
+
+		if (!v)
+			return false;
+		b->v = v;
+		*cap = ncap;
+	}
+	b->v[*k].start = start;
+	b->v[*k].end = end;
+	b->v[*k].name = name;
+	b->v[*k].rank = rank;
+	(*k)++;
+	return true;
+}
+
+/* PLT stubs have no symbols; name them "target@plt" as perf and gdb do:
+ * stub i of .plt.sec (or i + 1 of .plt, after the resolver stub) jumps
+ * through the GOT slot that .rela.plt entry i relocates. */
+static void add_plt(struct nsym_bin *b, Elf *e, size_t *k, size_t *cap)
+{
+	Elf_Scn *scn = NULL, *rela = NULL, *plt = NULL, *plt_sec = NULL;
+	GElf_Shdr sh, rsh, psh, dsh;
+	size_t shstrndx;
+	Elf_Data *rd, *dd;
+	Elf_Scn *dynsym;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".rela.plt"))
+			rela = scn;
+		else if (!strcmp(name, ".plt"))
+			plt = scn;
+		else if (!strcmp(name, ".plt.sec"))
+			plt_sec = scn;
+	}
+	if (!rela || !(plt || plt_sec) || !gelf_getshdr(rela, &rsh) || !rsh.sh_entsize ||
+	    !(dynsym = elf_getscn(e, rsh.sh_link)) || !gelf_getshdr(dynsym, &dsh) ||
+	    !(rd = elf_getdata(rela, NULL)) || !(dd = elf_getdata(dynsym, NULL)) ||
+	    !gelf_getshdr(plt_sec ? plt_sec : plt, &psh))
+		return;
+	for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		const char *name;
+		char *label;
+		uint64_t at = psh.sh_addr + 16 * (i + (plt_sec ? 0 : 1));
+
+		if (at + 16 > psh.sh_addr + psh.sh_size)
+			break;
+		if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
+		    !(name = elf_strptr(e, dsh.sh_link, sym.st_name)) || !*name)
+			continue;
+		if (asprintf(&label, "%.*s@plt", (int)strcspn(name, "@"), name) < 0)
+			continue;
+		if (!own(b, label) || !add_sym(b, k, cap, at, at + 16, label, 63))
+			return;
+	}
 }
 
 /* copy the function symbols, sorted, once */
@@ -118,10 +200,11 @@ static void load(struct nsym_bin *b)
 {
 	GElf_Addr bias = 0;
 	int n;
-	size_t k = 0;
+	size_t k = 0, cap = 0;
+	Elf *elf;
 
 	b->loaded = true;
-	if (!dwfl_module_getelf(b->mod, &bias))
+	if (!(elf = dwfl_module_getelf(b->mod, &bias)))
 		return;
 	n = dwfl_module_getsymtab(b->mod);
 	if (n <= 0)
@@ -133,27 +216,33 @@ static void load(struct nsym_bin *b)
 		dwfl_module_info(b->mod, NULL, NULL, NULL, NULL, &dbias, NULL, &debug);
 		b->debug_file = debug != NULL;
 	}
-	b->v = calloc((size_t)n, sizeof(*b->v));
-	if (!b->v)
-		return;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
 		const char *name = dwfl_module_getsym_info(b->mod, i, &sym, &addr, &shndx, NULL,
 							   NULL);
-		int type = GELF_ST_TYPE(sym.st_info);
+		int type = GELF_ST_TYPE(sym.st_info), rank;
 
 		if (!name || !*name || sym.st_shndx == SHN_UNDEF || shndx == SHN_UNDEF ||
 		    (type != STT_FUNC && type != STT_GNU_IFUNC))
 			continue;
-		b->v[k].start = addr - bias;
-		b->v[k].end = addr - bias + sym.st_size;
-		b->v[k].name = name;
-		k++;
+		/* fewer leading underscores (the public name), then global,
+		 * weak, local */
+		rank = (int)(strspn(name, "_") < 15 ? strspn(name, "_") : 15) * 4 +
+		       (GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 0 :
+			GELF_ST_BIND(sym.st_info) == STB_WEAK ? 1 : 2);
+		if (!add_sym(b, &k, &cap, addr - bias, addr - bias + sym.st_size, name, rank))
+			return;
 	}
+	add_plt(b, elf, &k, &cap);
 	qsort(b->v, k, sizeof(*b->v), cmp_fsym);
-	b->n = k;
+	/* aliases: keep the best name of each (start, end) */
+	b->n = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!b->n || b->v[b->n - 1].start != b->v[i].start ||
+		    b->v[b->n - 1].end != b->v[i].end)
+			b->v[b->n++] = b->v[i];
 }
 
 /* the symbol covering vaddr, or NULL */
@@ -192,8 +281,14 @@ int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_
 			*sym_start = vaddr;
 		return 0;
 	}
-	/* "name@VERSION" (symbol versions in .dynsym) names the same function */
-	snprintf(buf, len, "%.*s", (int)strcspn(s->name, "@"), demangled(b, s->name));
+	/* "name@VERSION" (symbol versions in .dynsym) names the same function;
+	 * "name@plt" is our own label of a PLT stub */
+	const char *name = demangled(b, s->name);
+	size_t n = strlen(name), at = strcspn(name, "@");
+
+	if (n > 4 && !strcmp(name + n - 4, "@plt"))
+		at = n;
+	snprintf(buf, len, "%.*s", (int)at, name);
 	if (sym_start)
 		*sym_start = s->start;
 	return 1;

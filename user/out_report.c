@@ -121,6 +121,11 @@ static void print_header(FILE *f, const struct out_ctx *c)
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
 		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]));
+	if (st[STAT_NATIVE_INCOMPLETE] || st[STAT_NATIVE_TRUNCATED])
+		fprintf(f, "Native stacks cut short: %llu incomplete (code the unwinder could not "
+			"follow), %llu deeper than %d frames\n",
+			(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
+			(unsigned long long)st[STAT_NATIVE_TRUNCATED], PYPERF_MAX_NATIVE);
 }
 
 int out_report(FILE *f, const struct out_ctx *c)

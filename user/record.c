@@ -85,6 +85,11 @@ static struct pid_state *pid_state(struct recorder *r, int pid)
 	return ps;
 }
 
+static int write_rows(void *s, size_t start, const struct unwind_row *rows, size_t n)
+{
+	return sampler_write_rows(s, start, rows, n);
+}
+
 /* (Re)read pid's executable mappings for the native unwinder. */
 static void update_native(struct recorder *r, int pid)
 {
@@ -480,10 +485,7 @@ int record_run(const struct record_opts *o)
 	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
 		goto fail;
 	if (!o->no_native) {
-		size_t cap;
-		struct unwind_row *rows = sampler_unwind_rows(r.s, &cap);
-
-		native_init(&r.nat, rows, cap);
+		native_init(&r.nat, write_rows, r.s, sampler_unwind_rows(r.s));
 		r.nmaps = malloc(sizeof(*r.nmaps));
 		if (!r.nmaps) {
 			snprintf(err, sizeof(err), "out of memory");

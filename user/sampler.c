@@ -31,8 +31,7 @@ struct sampler {
 	int *pfds;
 	int ncpus;
 	int freq;
-	struct unwind_row *rows;     /* unwind_rows, mapped into our memory */
-	size_t nrows;
+	size_t nrows;                /* size of unwind_rows */
 };
 
 static bool libbpf_verbose;
@@ -137,13 +136,6 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		explain_load_error(-e, err, errlen);
 		goto fail;
 	}
-	s->rows = mmap(NULL, s->nrows * sizeof(struct unwind_row), PROT_READ | PROT_WRITE,
-		       MAP_SHARED, bpf_map__fd(s->skel->maps.unwind_rows), 0);
-	if (s->rows == MAP_FAILED) {
-		s->rows = NULL;
-		snprintf(err, errlen, "cannot map the unwind table array: %s", strerror(errno));
-		goto fail;
-	}
 	e = pyperf_bpf__attach(s->skel); /* the tracepoints; perf events come in sampler_start */
 	if (e) {
 		snprintf(err, errlen, "cannot attach the process tracepoints: %s", strerror(-e));
@@ -174,10 +166,29 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi
 	return bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), pi, sizeof(*pi), BPF_ANY);
 }
 
-struct unwind_row *sampler_unwind_rows(struct sampler *s, size_t *n)
+size_t sampler_unwind_rows(struct sampler *s)
 {
-	*n = s->rows ? s->nrows : 0;
-	return s->rows;
+	return s->nrows > 1 ? s->nrows : 0;
+}
+
+/* Through a short-lived mapping of just the pages written: a mapping of
+ * the whole array would count all of it in our RSS. */
+int sampler_write_rows(struct sampler *s, size_t start, const struct unwind_row *rows, size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t lo = start * sizeof(*rows) / page * page;
+	size_t hi = (start + n) * sizeof(*rows);
+	char *m;
+
+	if (start + n > s->nrows)
+		return -1;
+	m = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(s->skel->maps.unwind_rows), (off_t)lo);
+	if (m == MAP_FAILED)
+		return -1;
+	memcpy(m + start * sizeof(*rows) - lo, rows, n * sizeof(*rows));
+	munmap(m, hi - lo);
+	return 0;
 }
 
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm)
@@ -360,8 +371,6 @@ void sampler_close(struct sampler *s)
 	free(s->links);
 	free(s->pfds);
 	ring_buffer__free(s->rb);
-	if (s->rows)
-		munmap(s->rows, s->nrows * sizeof(struct unwind_row));
 	pyperf_bpf__destroy(s->skel);
 	free(s);
 }

@@ -32,9 +32,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		 void *ctx, char *err, size_t errlen);
 int sampler_add_target(struct sampler *s, uint32_t pid);
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi);
-/* The unwind_rows array, writable (shared with the BPF program), and its
- * size in rows; NULL when native stacks are off. */
-struct unwind_row *sampler_unwind_rows(struct sampler *s, size_t *n);
+/* Size of the unwind_rows array in rows (0 when native stacks are off), and
+ * writing rows [start, start + n) of it; 0 or -1. */
+size_t sampler_unwind_rows(struct sampler *s);
+int sampler_write_rows(struct sampler *s, size_t start, const struct unwind_row *rows, size_t n);
 /* Tell the unwinder pid's executable mappings. */
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
