@@ -427,11 +427,18 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		"\"bpf_run_time_ns\": %llu, \"loader_cpu_s\": %.6f, \"loader_loop_cpu_s\": %.6f, "
 		"\"loader_maxrss_kb\": %ld, "
 		"\"stat_samples\": %llu, \"stat_truncated\": %llu, \"stat_map_full\": %llu, "
-		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu}\n",
+		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu, "
+		"\"stat_native_incomplete\": %llu, \"stat_native_truncated\": %llu, "
+		"\"unwind_tables\": %llu, \"unwind_rows\": %llu, \"unwind_build_ms\": %.1f, "
+		"\"unwind_no_room\": %llu}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
-		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed);
+		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed,
+		(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
+		(unsigned long long)st[STAT_NATIVE_TRUNCATED], (unsigned long long)r->nat.st.tables,
+		(unsigned long long)r->nat.st.rows, r->nat.st.build_ns / 1e6,
+		(unsigned long long)r->nat.st.no_room);
 	fclose(f);
 }
 

@@ -19,8 +19,8 @@ def record(python, tmp_path, script, *args, extra=(), pyflags=()):
 
 
 def binary(frame):
-    """The binary of a native frame "symbol (binary)"."""
-    return frame[frame.rindex("(") + 1:-1]
+    """The binary of a native frame "symbol (binary)" ("" for "[unknown]")."""
+    return frame[frame.rindex("(") + 1:-1] if frame.endswith(")") else ""
 
 
 @supported_pythons()
