@@ -37,6 +37,10 @@ const volatile bool native_stacks = true;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
+/* counts[i] was found full: new keys are dropped without being announced
+ * (which would cost a ring buffer record per sample) until the loader has
+ * drained it and clears the flag. */
+__u32 map_full[2];
 
 /* tgid -> interpreter address and offsets; written by the loader */
 struct {
@@ -722,6 +726,10 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 		stat_inc(STAT_STACKS);
 		return;
 	}
+	if (map_full[idx & 1]) {
+		stat_inc(STAT_MAP_FULL);
+		return;
+	}
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = EV_STACK_HDR_SIZE + (__u64)(s->ev.nframes & (PYPERF_MAX_FRAMES * 2 - 1)) *
@@ -738,6 +746,7 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 		if (v)
 			__sync_fetch_and_add(v, 1);
 	} else if (err) {
+		map_full[idx & 1] = 1;
 		stat_inc(STAT_MAP_FULL);
 		return;
 	}

@@ -1,69 +1,163 @@
-/* nsym.c - see nsym.h.  libdwfl finds and reads the symbol tables (and the
- * separate debug file); we copy the function symbols into one sorted array
- * once, so a lookup is a binary search with an exact size check. */
+/* nsym.c - see nsym.h.
+ *
+ * elfutils' libdwfl opens the binary, finds the separate debug file and
+ * reads the symbol tables.  We report the module with base 0 and
+ * add_p_vaddr = true, which makes libdwfl's bias 0 for ET_EXEC and ET_DYN
+ * alike, so module addresses are the ELF's own vaddrs (with add_p_vaddr =
+ * false an ET_DYN whose first PT_LOAD has p_vaddr != 0 would be shifted by
+ * that p_vaddr).  We still subtract whatever bias libdwfl reports.
+ *
+ * dwfl_module_addrinfo scans the whole symbol table on every call and falls
+ * back to the nearest sizeless label, so instead the function symbols are
+ * copied once (dwfl_module_getsymtab / dwfl_module_getsym_info) into an
+ * array sorted by address; a lookup is a binary search, a short walk up the
+ * chain of enclosing symbols, and an exact size check.  A direct-mapped
+ * cache answers repeated addresses. */
 #include "nsym.h"
 
+#include <elf.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *nsym_debuginfo_path;
 
-/* libstdc++'s demangler; extern "C" */
+/* libstdc++'s demangler (extern "C"); link with -lstdc++ */
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
+enum {
+	CACHE_BITS = 9,              /* 512 cached addresses per binary */
+	MAX_WALK = 256,              /* enclosing symbols tried per lookup */
+	F_PLT = 1,                   /* name is our malloc'd "foo@plt" label */
+	F_OWN_DISP = 2,              /* disp is malloc'd */
+};
+
 struct fsym {
-	uint64_t start, end;
-	const char *name;            /* in libdwfl's tables, or `owned` */
-	int rank;                    /* among aliases, lower is the better name */
+	uint64_t start, end;         /* [start, end); end == start: sizeless */
+	const char *name;            /* libdwfl's string table, or F_PLT */
+	char *disp;                  /* name as shown; made on first use */
+	uint32_t rank;               /* among aliases, lower is better */
+	uint32_t flags;
+};
+
+struct cslot {
+	uint64_t vaddr;
+	int32_t idx;                 /* into v; -1: no symbol; -2: unused */
 };
 
 struct nsym_bin {
+	Dwfl_Callbacks cb;           /* libdwfl keeps a pointer to it */
+	char *debuginfo_path;        /* cb.debuginfo_path points here */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	char *path;
-	const char *base;
+	char *base;
 	bool loaded, debug_file;
-	struct fsym *v;
-	size_t n;
-	char **owned;                /* demangled names */
-	size_t nowned;
+	struct fsym *v;              /* every function symbol, by address */
+	size_t n, cap;
+	uint32_t *prim;              /* v index of the best of each (start, end) */
+	int32_t *parent;             /* prim index of the enclosing symbol, or -1 */
+	size_t nprim;
+	struct cslot *cache;
 };
+
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* e_type from the ELF header in `h` (EI_NIDENT + 2 bytes) */
+static unsigned elf_type(const unsigned char *h)
+{
+	return h[EI_DATA] == ELFDATA2MSB ? (unsigned)h[EI_NIDENT] << 8 | h[EI_NIDENT + 1]
+					 : (unsigned)h[EI_NIDENT + 1] << 8 | h[EI_NIDENT];
+}
 
 struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen)
 {
-	static char *debuginfo_path;
-	static Dwfl_Callbacks cb = {
-		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
-		.section_address = dwfl_offline_section_address,
-	};
-	struct nsym_bin *b = calloc(1, sizeof(*b));
-	const char *slash;
-	int dfd = dup(fd);
+	unsigned char h[EI_NIDENT + 2];
+	struct nsym_bin *b = NULL;
+	struct stat by_path, by_fd;
+	char fdname[64];
+	const char *file_name;
+	ssize_t got;
+	size_t len;
+	int dfd = -1;
 
-	if (nsym_debuginfo_path && !debuginfo_path)
-		debuginfo_path = strdup(nsym_debuginfo_path);
-	cb.debuginfo_path = debuginfo_path ? &debuginfo_path : NULL;
-	if (!b || dfd < 0 || !(b->path = strdup(path)) || !(b->dwfl = dwfl_begin(&cb))) {
+	if (!path)
+		path = "";
+	got = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
+	if (got < 0) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, fd < 0 ? "no file" : strerror(errno));
+		return NULL;
+	}
+	if (got == 0) {
+		snprintf(err, errlen, "%s: empty file", path);
+		return NULL;
+	}
+	if ((size_t)got < sizeof(h) || memcmp(h, ELFMAG, SELFMAG)) {
+		snprintf(err, errlen, "%s: not an ELF file", path);
+		return NULL;
+	}
+	if (elf_type(h) != ET_EXEC && elf_type(h) != ET_DYN) {
+		snprintf(err, errlen, "%s: ELF type %u is not an executable or shared object", path,
+			 elf_type(h));
+		return NULL;
+	}
+	if (!(b = calloc(1, sizeof(*b))) || !(b->path = strdup(path)) ||
+	    !(b->base = strdup(basename_of(path))) ||
+	    (nsym_debuginfo_path && !(b->debuginfo_path = strdup(nsym_debuginfo_path)))) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
-	slash = strrchr(b->path, '/');
-	b->base = slash ? slash + 1 : b->path;
-	/* base 0, add_p_vaddr false: module addresses are the ELF's own */
-	b->mod = dwfl_report_elf(b->dwfl, b->base, path, dfd, 0, false);
-	dfd = -1; /* libdwfl owns it now (closes it even on failure) */
-	if (!b->mod) {
-		snprintf(err, errlen, "%s: not an ELF file (%s)", path, dwfl_errmsg(-1));
+	len = strlen(b->base);
+	if (len > 10 && !strcmp(b->base + len - 10, " (deleted)"))
+		b->base[len - 10] = 0;
+	if ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		snprintf(err, errlen, "%s: dup: %s", path, strerror(errno));
 		goto fail;
 	}
-	dwfl_report_end(b->dwfl, NULL, NULL);
+	/* libdwfl takes the file name for .gnu_debuglink lookups (its directory,
+	 * and realpath() of it); the fd is what it reads.  When `path` is not
+	 * this very file here (another mount namespace, deleted), give it the
+	 * fd's /proc name: realpath() of that is the kernel's name of the file. */
+	if (path[0] && stat(path, &by_path) == 0 && fstat(dfd, &by_fd) == 0 &&
+	    by_path.st_dev == by_fd.st_dev && by_path.st_ino == by_fd.st_ino) {
+		file_name = path;
+	} else {
+		snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d", dfd);
+		file_name = fdname;
+	}
+	b->cb.find_elf = dwfl_build_id_find_elf;
+	b->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	b->cb.section_address = dwfl_offline_section_address;
+	b->cb.debuginfo_path = b->debuginfo_path ? &b->debuginfo_path : NULL;
+	if (!(b->dwfl = dwfl_begin(&b->cb))) {
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		goto fail;
+	}
+	b->mod = dwfl_report_elf(b->dwfl, b->base[0] ? b->base : "?", file_name, dfd, 0, true);
+	if (!b->mod) {
+		/* libdwfl closes a descriptor it was given only on success
+		 * (in dwfl_end); on failure it is still ours */
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		goto fail;
+	}
+	dfd = -1;
+	if (dwfl_report_end(b->dwfl, NULL, NULL) != 0) {
+		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		goto fail;
+	}
 	return b;
 fail:
 	if (dfd >= 0)
@@ -78,12 +172,175 @@ void nsym_close(struct nsym_bin *b)
 		return;
 	if (b->dwfl)
 		dwfl_end(b->dwfl);
-	for (size_t i = 0; i < b->nowned; i++)
-		free(b->owned[i]);
-	free(b->owned);
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->v[i].flags & F_OWN_DISP)
+			free(b->v[i].disp);
+		if (b->v[i].flags & F_PLT)
+			free((char *)b->v[i].name);
+	}
 	free(b->v);
+	free(b->prim);
+	free(b->parent);
+	free(b->cache);
+	free(b->debuginfo_path);
+	free(b->base);
 	free(b->path);
 	free(b);
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+static bool add_sym(struct nsym_bin *b, uint64_t start, uint64_t size, const char *name,
+		    uint32_t rank, uint32_t flags)
+{
+	if (b->n == b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 1024;
+		struct fsym *v = realloc(b->v, ncap * sizeof(*v));
+
+		if (!v)
+			return false;
+		b->v = v;
+		b->cap = ncap;
+	}
+	b->v[b->n].start = start;
+	b->v[b->n].end = start + size < start ? UINT64_MAX : start + size;
+	b->v[b->n].name = name;
+	b->v[b->n].disp = NULL;
+	b->v[b->n].rank = rank;
+	b->v[b->n].flags = flags;
+	b->n++;
+	return true;
+}
+
+/* Of several names for one function, the public one: function before
+ * untyped label, fewer leading underscores (getpid over __getpid and
+ * __GI___getpid), unversioned, then global, weak, local. */
+static uint32_t rank_of(const char *name, const GElf_Sym *sym)
+{
+	size_t us = strspn(name, "_");
+	int bind = GELF_ST_BIND(sym->st_info);
+
+	return (GELF_ST_TYPE(sym->st_info) == STT_NOTYPE ? 1u << 12 : 0) +
+	       (uint32_t)(us < 15 ? us : 15) * 8 + (strchr(name, '@') ? 4 : 0) +
+	       (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : bind == STB_LOCAL ? 2 : 3);
+}
+
+/* Is section `shndx` of `elf` code?  (Flags survive in a debug file, where
+ * the section itself is NOBITS.) */
+static bool in_code(Elf *elf, GElf_Word shndx)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf ? elf_getscn(elf, shndx) : NULL;
+
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
+struct got_slot {
+	uint64_t addr;
+	const char *name;
+};
+
+static int cmp_slot(const void *a, const void *c)
+{
+	const struct got_slot *x = a, *y = c;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* x86-64 PLT stubs have no symbols.  Name each one "foo@plt" as objdump
+ * does: the stub's "jmp *disp(%rip)" (ff 25) goes through a GOT slot, and
+ * the JUMP_SLOT or GLOB_DAT relocation of that slot names foo.  Covers
+ * .plt, .plt.sec (IBT) and .plt.got. */
+static void add_plt(struct nsym_bin *b, Elf *e)
+{
+	GElf_Ehdr eh;
+	size_t shstrndx, nslots = 0, cap = 0;
+	struct got_slot *slots = NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (!gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 || elf_getshdrstrndx(e, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr dsh;
+		Elf_Scn *dynsym;
+		Elf_Data *rd, *dd;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(dynsym = elf_getscn(e, sh.sh_link)) || !gelf_getshdr(dynsym, &dsh) ||
+		    dsh.sh_type != SHT_DYNSYM || !(rd = elf_getdata(scn, NULL)) ||
+		    !(dd = elf_getdata(dynsym, NULL)))
+			continue;
+		for (size_t i = 0; i < rd->d_size / sh.sh_entsize && i < INT32_MAX; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *name;
+			size_t type;
+
+			if (!gelf_getrela(rd, (int)i, &r))
+				break;
+			type = GELF_R_TYPE(r.r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+			    GELF_R_SYM(r.r_info) > INT32_MAX ||
+			    !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
+			    !(name = elf_strptr(e, dsh.sh_link, sym.st_name)) || !*name)
+				continue;
+			if (nslots == cap) {
+				size_t ncap = cap ? cap * 2 : 256;
+				struct got_slot *s = realloc(slots, ncap * sizeof(*s));
+
+				if (!s)
+					goto out;
+				slots = s;
+				cap = ncap;
+			}
+			slots[nslots].addr = r.r_offset;
+			slots[nslots++].name = name;
+		}
+	}
+	if (!nslots)
+		goto out;
+	qsort(slots, nslots, sizeof(*slots), cmp_slot);
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *sname;
+		Elf_Data *d;
+		uint64_t esz;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) ||
+		    !(sname = elf_strptr(e, shstrndx, sh.sh_name)) ||
+		    (strcmp(sname, ".plt") && strcmp(sname, ".plt.sec") && strcmp(sname, ".plt.got")) ||
+		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		esz = sh.sh_entsize == 8 || sh.sh_entsize == 16 ? sh.sh_entsize :
+		      !strcmp(sname, ".plt.got") ? 8 : 16;
+		for (uint64_t off = 0; off + esz <= d->d_size; off += esz) {
+			const unsigned char *p = (const unsigned char *)d->d_buf + off;
+
+			for (uint64_t j = 0; j + 6 <= esz; j++) {
+				int32_t disp;
+				struct got_slot key, *hit;
+				char *label;
+
+				if (p[j] != 0xff || p[j + 1] != 0x25)
+					continue;
+				memcpy(&disp, p + j + 2, 4); /* x86-64: little-endian */
+				key.addr = sh.sh_addr + off + j + 6 + (uint64_t)(int64_t)disp;
+				if (!(hit = bsearch(&key, slots, nslots, sizeof(*slots), cmp_slot)))
+					continue;
+				if (asprintf(&label, "%s@plt", hit->name) < 0)
+					break;
+				if (!add_sym(b, sh.sh_addr + off, esz, label, 1u << 13, F_PLT)) {
+					free(label);
+					goto out;
+				}
+				break;
+			}
+		}
+	}
+out:
+	free(slots);
 }
 
 static int cmp_fsym(const void *a, const void *c)
@@ -92,228 +349,244 @@ static int cmp_fsym(const void *a, const void *c)
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	/* at one address prefer the sized, then the longer symbol, then the
-	 * better-known alias (getpid over __getpid) */
-	if (x->end != y->end)
+	if (x->end != y->end) /* the enclosing one first */
 		return x->end > y->end ? -1 : 1;
-	return x->rank - y->rank;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
-/* keep s until close; false (s freed) when out of memory */
-static bool own(struct nsym_bin *b, char *s)
+/* Index for address lookups: one entry (the best-ranked) per distinct
+ * (start, end), and for each the innermost sized entry enclosing its start
+ * (a stack of open ranges while sweeping by address). */
+static bool build_index(struct nsym_bin *b)
 {
-	char **v = realloc(b->owned, (b->nowned + 1) * sizeof(*v));
+	size_t depth = 0;
+	uint32_t *stack;
 
-	if (!v) {
-		free(s);
+	if (!b->n)
+		return true;
+	b->prim = malloc(b->n * sizeof(*b->prim));
+	b->parent = malloc(b->n * sizeof(*b->parent));
+	stack = malloc(b->n * sizeof(*stack));
+	if (!b->prim || !b->parent || !stack) {
+		free(stack);
 		return false;
 	}
-	b->owned = v;
-	v[b->nowned++] = s;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct fsym *s = &b->v[i];
+
+		if (b->nprim && b->v[b->prim[b->nprim - 1]].start == s->start &&
+		    b->v[b->prim[b->nprim - 1]].end == s->end)
+			continue; /* an alias */
+		while (depth && b->v[b->prim[stack[depth - 1]]].end <= s->start)
+			depth--;
+		b->parent[b->nprim] = depth ? (int32_t)stack[depth - 1] : -1;
+		if (s->end > s->start)
+			stack[depth++] = (uint32_t)b->nprim;
+		b->prim[b->nprim++] = (uint32_t)i;
+	}
+	free(stack);
 	return true;
 }
 
-static const char *demangled(struct nsym_bin *b, const char *name)
-{
-	char *d;
-	int status = -1;
-
-	if (strncmp(name, "_Z", 2))
-		return name;
-	d = __cxa_demangle(name, NULL, NULL, &status);
-	if (!d || status)
-		return free(d), name;
-	return own(b, d) ? d : name;
-}
-
-static bool add_sym(struct nsym_bin *b, size_t *k, size_t *cap, uint64_t start, uint64_t end,
-		    const char *name, int rank)
-{
-	if (*k == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 256;
-		struct fsym *v = realloc(b->v, ncap * sizeof(*v));
-
-		if (!v)
-			return false;
-		b->v = v;
-		*cap = ncap;
-	}
-	b->v[*k].start = start;
-	b->v[*k].end = end;
-	b->v[*k].name = name;
-	b->v[*k].rank = rank;
-	(*k)++;
-	return true;
-}
-
-/* PLT stubs have no symbols; name them "target@plt" as perf and gdb do:
- * stub i of .plt.sec (or i + 1 of .plt, after the resolver stub) jumps
- * through the GOT slot that .rela.plt entry i relocates. */
-static void add_plt(struct nsym_bin *b, Elf *e, size_t *k, size_t *cap)
-{
-	Elf_Scn *scn = NULL, *rela = NULL, *plt = NULL, *plt_sec = NULL;
-	GElf_Shdr sh, rsh, psh, dsh;
-	size_t shstrndx;
-	Elf_Data *rd, *dd;
-	Elf_Scn *dynsym;
-
-	if (elf_getshdrstrndx(e, &shstrndx))
-		return;
-	while ((scn = elf_nextscn(e, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)))
-			continue;
-		if (!strcmp(name, ".rela.plt"))
-			rela = scn;
-		else if (!strcmp(name, ".plt"))
-			plt = scn;
-		else if (!strcmp(name, ".plt.sec"))
-			plt_sec = scn;
-	}
-	if (!rela || !(plt || plt_sec) || !gelf_getshdr(rela, &rsh) || !rsh.sh_entsize ||
-	    !(dynsym = elf_getscn(e, rsh.sh_link)) || !gelf_getshdr(dynsym, &dsh) ||
-	    !(rd = elf_getdata(rela, NULL)) || !(dd = elf_getdata(dynsym, NULL)) ||
-	    !gelf_getshdr(plt_sec ? plt_sec : plt, &psh))
-		return;
-	for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize; i++) {
-		GElf_Rela r;
-		GElf_Sym sym;
-		const char *name;
-		char *label;
-		uint64_t at = psh.sh_addr + 16 * (i + (plt_sec ? 0 : 1));
-
-		if (at + 16 > psh.sh_addr + psh.sh_size)
-			break;
-		if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
-		    !(name = elf_strptr(e, dsh.sh_link, sym.st_name)) || !*name)
-			continue;
-		if (asprintf(&label, "%.*s@plt", (int)strcspn(name, "@"), name) < 0)
-			continue;
-		if (!own(b, label) || !add_sym(b, k, cap, at, at + 16, label, 63))
-			return;
-	}
-}
-
-/* copy the function symbols, sorted, once */
+/* Copy the function symbols once. */
 static void load(struct nsym_bin *b)
 {
-	GElf_Addr bias = 0;
-	int n;
-	size_t k = 0, cap = 0;
+	Dwarf_Addr bias = 0;
 	Elf *elf;
+	int n;
 
 	b->loaded = true;
-	if (!(elf = dwfl_module_getelf(b->mod, &bias)))
+	if (!b->mod || !(elf = dwfl_module_getelf(b->mod, &bias)))
 		return;
 	n = dwfl_module_getsymtab(b->mod);
-	if (n <= 0)
-		return;
-	{
-		Dwarf_Addr dbias;
+	if (n > 0) {
 		const char *debug = NULL;
 
-		dwfl_module_info(b->mod, NULL, NULL, NULL, NULL, &dbias, NULL, &debug);
+		dwfl_module_info(b->mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug);
 		b->debug_file = debug != NULL;
 	}
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
-		GElf_Word shndx;
-		const char *name = dwfl_module_getsym_info(b->mod, i, &sym, &addr, &shndx, NULL,
-							   NULL);
-		int type = GELF_ST_TYPE(sym.st_info), rank;
+		GElf_Word shndx = SHN_UNDEF;
+		Elf *symelf = NULL;
+		const char *name = dwfl_module_getsym_info(b->mod, i, &sym, &addr, &shndx, &symelf, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
 
-		if (!name || !*name || sym.st_shndx == SHN_UNDEF || shndx == SHN_UNDEF ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+		if (!name || !*name || shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
 			continue;
-		/* fewer leading underscores (the public name), then global,
-		 * weak, local */
-		rank = (int)(strspn(name, "_") < 15 ? strspn(name, "_") : 15) * 4 +
-		       (GELF_ST_BIND(sym.st_info) == STB_GLOBAL ? 0 :
-			GELF_ST_BIND(sym.st_info) == STB_WEAK ? 1 : 2);
-		if (!add_sym(b, &k, &cap, addr - bias, addr - bias + sym.st_size, name, rank))
-			return;
+		/* untyped symbols only as labels in code, not ARM/AArch64
+		 * mapping symbols ($x, $d) or assembler locals */
+		if (type != STT_FUNC && type != STT_GNU_IFUNC &&
+		    (type != STT_NOTYPE || name[0] == '$' || !strncmp(name, ".L", 2) ||
+		     !in_code(symelf, shndx)))
+			continue;
+		if (!add_sym(b, addr - bias, sym.st_size, name, rank_of(name, &sym), 0))
+			break;
 	}
-	add_plt(b, elf, &k, &cap);
-	qsort(b->v, k, sizeof(*b->v), cmp_fsym);
-	/* aliases: keep the best name of each (start, end) */
-	b->n = 0;
-	for (size_t i = 0; i < k; i++)
-		if (!b->n || b->v[b->n - 1].start != b->v[i].start ||
-		    b->v[b->n - 1].end != b->v[i].end)
-			b->v[b->n++] = b->v[i];
+	add_plt(b, elf);
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), cmp_fsym);
+	if (!build_index(b)) {
+		/* out of memory: no names rather than wrong ones */
+		free(b->prim);
+		free(b->parent);
+		b->prim = NULL;
+		b->parent = NULL;
+		b->nprim = 0;
+	}
+	if ((b->cache = malloc(sizeof(*b->cache) << CACHE_BITS)))
+		for (size_t i = 0; i < (size_t)1 << CACHE_BITS; i++)
+			b->cache[i].idx = -2;
 }
 
-/* the symbol covering vaddr, or NULL */
-static const struct fsym *find(struct nsym_bin *b, uint64_t vaddr)
+/* ---- lookups ----------------------------------------------------------- */
+
+/* v index of the symbol covering vaddr, or -1 */
+static int32_t find(const struct nsym_bin *b, uint64_t vaddr)
 {
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = b->nprim;
+	int32_t k;
+	const struct fsym *s;
 
-	if (!b->loaded)
-		load(b);
-	hi = b->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
+	while (lo < hi) { /* first entry starting after vaddr */
+		size_t mid = lo + (hi - lo) / 2;
 
-		if (b->v[mid].start <= vaddr)
+		if (b->v[b->prim[mid]].start <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	/* nested or overlapping symbols: look back a little for one that covers */
-	for (size_t i = lo, tries = 0; i > 0 && tries < 8; i--, tries++) {
-		const struct fsym *s = &b->v[i - 1];
-
-		if (vaddr < s->end || (s->start == s->end && vaddr == s->start))
-			return s;
+	if (!lo)
+		return -1;
+	/* the innermost sized symbol around vaddr is the last one starting at
+	 * or before it, or one of those enclosing that one */
+	k = (int32_t)lo - 1;
+	for (int walk = 0; k >= 0 && walk < MAX_WALK; walk++, k = b->parent[k]) {
+		s = &b->v[b->prim[k]];
+		if (vaddr < s->end)
+			return (int32_t)b->prim[k];
 	}
-	return NULL;
+	/* a sizeless symbol names only its own address (sorted last among
+	 * those starting there) */
+	s = &b->v[b->prim[lo - 1]];
+	if (s->start == vaddr && s->end == s->start)
+		return (int32_t)b->prim[lo - 1];
+	return -1;
+}
+
+static int32_t find_cached(struct nsym_bin *b, uint64_t vaddr)
+{
+	struct cslot *c;
+	int32_t idx;
+
+	if (!b->loaded)
+		load(b);
+	if (!b->cache)
+		return find(b, vaddr);
+	c = &b->cache[(vaddr * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - CACHE_BITS)];
+	if (c->idx != -2 && c->vaddr == vaddr)
+		return c->idx;
+	idx = find(b, vaddr);
+	c->vaddr = vaddr;
+	c->idx = idx;
+	return idx;
+}
+
+/* The name to show: version dropped ("memcpy@GLIBC_2.2.5"), then
+ * demangled if it is a C++ name.  Made once per symbol. */
+static const char *display(struct fsym *s)
+{
+	const char *name = s->name;
+	char *plain = NULL, *d;
+	size_t at;
+	int status = -1;
+
+	if (s->disp)
+		return s->disp;
+	at = strcspn(name, "@");
+	if (!(s->flags & F_PLT) && at > 0 && name[at])
+		name = plain = strndup(name, at); /* NULL: out of memory */
+	if (name && !strncmp(name, "_Z", 2) &&
+	    (d = __cxa_demangle(name, NULL, NULL, &status))) {
+		if (status == 0) {
+			free(plain);
+			s->flags |= F_OWN_DISP;
+			return s->disp = d;
+		}
+		free(d);
+	}
+	if (plain) {
+		s->flags |= F_OWN_DISP;
+		return s->disp = plain;
+	}
+	return s->disp = (char *)s->name;
 }
 
 int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_t *sym_start)
 {
-	const struct fsym *s = find(b, vaddr);
+	int32_t idx = b ? find_cached(b, vaddr) : -1;
 
-	if (!s) {
-		snprintf(buf, len, "%s+0x%llx", b->base, (unsigned long long)vaddr);
+	if (idx < 0) {
+		if (buf && len)
+			snprintf(buf, len, "%s+0x%" PRIx64, b ? b->base : "?", vaddr);
 		if (sym_start)
 			*sym_start = vaddr;
 		return 0;
 	}
-	/* "name@VERSION" (symbol versions in .dynsym) names the same function;
-	 * "name@plt" is our own label of a PLT stub */
-	const char *name = demangled(b, s->name);
-	size_t n = strlen(name), at = strcspn(name, "@");
-
-	if (n > 4 && !strcmp(name + n - 4, "@plt"))
-		at = n;
-	snprintf(buf, len, "%.*s", (int)at, name);
+	if (buf && len)
+		snprintf(buf, len, "%s", display(&b->v[idx]));
 	if (sym_start)
-		*sym_start = s->start;
+		*sym_start = b->v[idx].start;
 	return 1;
 }
 
 int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t *end)
 {
+	const struct fsym *best = NULL;
+	int best_score = 0;
+	size_t len;
+
+	if (!b || !name)
+		return -1;
 	if (!b->loaded)
 		load(b);
-	for (size_t i = 0; i < b->n; i++)
-		if (!strcmp(b->v[i].name, name)) {
-			*start = b->v[i].start;
-			*end = b->v[i].end;
-			return 0;
+	len = strlen(name);
+	for (size_t i = 0; i < b->n; i++) {
+		const struct fsym *s = &b->v[i];
+		int score;
+
+		/* "name" or "name@VERSION"; a PLT label only when asked for */
+		if (strncmp(s->name, name, len) ||
+		    (s->name[len] && (s->name[len] != '@' || (s->flags & F_PLT))))
+			continue;
+		/* exact spelling, then sized, then rank */
+		score = (s->name[len] ? 0 : 2) + (s->end > s->start);
+		if (!best || score > best_score || (score == best_score && s->rank < best->rank)) {
+			best = s;
+			best_score = score;
 		}
-	return -1;
+	}
+	if (!best)
+		return -1;
+	if (start)
+		*start = best->start;
+	if (end)
+		*end = best->end;
+	return 0;
 }
 
 const char *nsym_module(const struct nsym_bin *b)
 {
-	return b->base;
+	return b ? b->base : "?";
 }
 
 int nsym_has_debug_file(struct nsym_bin *b)
 {
+	if (!b)
+		return 0;
 	if (!b->loaded)
 		load(b);
 	return b->debug_file;

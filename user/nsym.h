@@ -1,16 +1,27 @@
-/* nsym.h - names of native code addresses of one ELF binary.
+/* nsym.h - names of native code addresses in one ELF binary, for the
+ * profiler's output.
  *
- * The profiler keeps one nsym_bin per mapped binary, opened from the file
- * descriptor it took while the process was alive, and asks for the function
- * at an ELF virtual address (runtime address - load bias).  Symbols come from
- * the best table elfutils' libdwfl finds: the binary's .symtab, else a
- * separate debug file (by build-id under /usr/lib/debug/.build-id, or by
- * .gnu_debuglink), else .gnu_debugdata, else .dynsym.  A symbol names only the
- * addresses inside it (value to value + size): a stripped binary's static
- * function is never named after the exported one before it.  C++ names are
- * demangled.
+ * The profiler keeps one nsym_bin per mapped binary.  It opens the file while
+ * the target process is alive (perhaps through /proc/PID/map_files/...) and
+ * hands over the descriptor; later it asks which function holds an ELF
+ * virtual address (the st_value space: runtime address minus load bias).
  *
- * Library code: errors come back as NULL plus a one-line message. */
+ * Symbols come from the best table elfutils' libdwfl finds, loaded on the
+ * first question: the binary's own .symtab; else a separate debug file
+ * (by build-id under /usr/lib/debug/.build-id/, or by .gnu_debuglink next to
+ * the binary or under /usr/lib/debug); else .dynsym, plus .gnu_debugdata
+ * (MiniDebugInfo) when present.  On x86-64, PLT stubs are named "foo@plt".
+ *
+ * A symbol names only the addresses inside it, value to value + size (a
+ * symbol of size 0 names just its own address): a static function of a
+ * stripped binary is never named after the exported function before it.
+ * Function symbols only (and untyped labels in code); C++ names are
+ * demangled, symbol versions ("@GLIBC_2.2.5") dropped.
+ *
+ * Link with -ldw -lelf -lstdc++ (the demangler is libstdc++'s).
+ *
+ * Library code: errors come back as NULL plus a one-line message; nothing
+ * here prints or exits.  Not thread-safe: one thread per nsym_bin. */
 #ifndef PYPERF_NSYM_H
 #define PYPERF_NSYM_H
 
@@ -19,29 +30,43 @@
 
 struct nsym_bin;
 
-/* Take the binary open on fd (duplicated; the caller keeps fd).  `path` is
- * the name the target mapped it under: the module name is its basename, and
- * .gnu_debuglink files are looked for next to it.  Symbols load on first use.
- * NULL with a message when fd is not an ELF file. */
+/* Take the binary open on `fd` (duplicated: the caller keeps and closes its
+ * own fd).  `path` is the file's name as the target mapped it: the module
+ * name is its basename (a " (deleted)" suffix dropped), and .gnu_debuglink
+ * files are looked for next to it.  It need not be openable from here; when
+ * it does not name the same file as `fd`, the debug-file search goes through
+ * /proc/self/fd instead.  Only reads the ELF header: symbol tables and debug
+ * files load on the first nsym_name/nsym_lookup/nsym_has_debug_file.
+ * Returns NULL with a one-line message in err when fd is unreadable, empty,
+ * not ELF, or not an executable or shared object. */
 struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen);
+/* Free everything, close the duplicated descriptor.  NULL is fine. */
 void nsym_close(struct nsym_bin *b);
 
-/* Name of the function containing vaddr into buf: the (demangled) symbol,
- * or "MODULE+0xOFF" when no symbol covers it.  Returns 1 when a symbol named
- * it (*sym_start, may be NULL, gets its start), 0 for the fallback
- * (*sym_start = vaddr). */
+/* Name of the function containing `vaddr`, NUL-terminated in buf (truncated
+ * to len): the demangled C++ name when mangled, else the symbol's name.
+ * When no symbol covers vaddr, "MODULE+0xOFF" (basename, vaddr in hex).
+ * Returns 1 when a symbol named it, 0 for the fallback.  *sym_start (may be
+ * NULL) gets the symbol's start, or vaddr itself on fallback.  Repeated
+ * questions about one address are answered from a small cache. */
 int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_t *sym_start);
 
-/* Start and end (exclusive) of the function symbol `name`; 0, or -1. */
+/* Start and end (exclusive) of the function symbol called `name` exactly
+ * (versions like "@GLIBC_2.2.5" ignored; no demangling), e.g.
+ * "_PyEval_EvalFrameDefault" or "_PyEval_EvalFrameDefault.cold".  When
+ * several symbols have the name, a sized global one wins.  Returns 0, or -1
+ * when there is none. */
 int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t *end);
 
 /* Basename of the binary. */
 const char *nsym_module(const struct nsym_bin *b);
-/* 1 if symbols came from a separate debug file. */
+/* 1 if a separate debug file was found (by build-id or .gnu_debuglink) and
+ * its symbol table is in use, else 0.  Loads the symbols if not yet done. */
 int nsym_has_debug_file(struct nsym_bin *b);
 
-/* Where separate debug files are searched (libdwfl's syntax, e.g.
- * ":.debug:/usr/lib/debug"); NULL: libdwfl's default.  Set before use. */
+/* Where separate debug files are searched, in libdwfl's syntax (e.g.
+ * ":.debug:/usr/lib/debug"); NULL means libdwfl's default, which is that.
+ * Read by nsym_open, so it applies to binaries opened after it is set. */
 extern const char *nsym_debuginfo_path;
 
 #endif

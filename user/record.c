@@ -177,6 +177,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (ps)
 			memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
 		native_proc_forget(&r->nat, h->pid);
+		/* a classification of the old image may have been written after
+		 * the exec hook cleared it: forget it, the new image will be
+		 * announced and classified afresh */
+		sampler_forget(r->s, h->pid);
 		break;
 	case EV_EXIT:
 		native_proc_forget(&r->nat, h->pid);

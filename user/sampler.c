@@ -166,6 +166,13 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi
 	return bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), pi, sizeof(*pi), BPF_ANY);
 }
 
+void sampler_forget(struct sampler *s, uint32_t pid)
+{
+	bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0);
+	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
+	bpf_map__delete_elem(s->skel->maps.native_procs, &pid, sizeof(pid), 0);
+}
+
 size_t sampler_unwind_rows(struct sampler *s)
 {
 	return s->nrows > 1 ? s->nrows : 0;
@@ -324,11 +331,14 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 	int fds[2] = { bpf_map__fd(s->skel->maps.counts0), bpf_map__fd(s->skel->maps.counts1) };
 	int kfds[2] = { bpf_map__fd(s->skel->maps.kstacks0), bpf_map__fd(s->skel->maps.kstacks1) };
 	struct timespec settle = { 0, 2 * 1000 * 1000 };
+	int rc;
 
 	__atomic_store_n(&s->skel->bss->active, idle ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&settle, NULL); /* programs that picked the old map finish in microseconds */
 	ring_buffer__consume(s->rb);
-	return drain_map(fds[idle], kfds[idle], fn, ctx);
+	rc = drain_map(fds[idle], kfds[idle], fn, ctx);
+	__atomic_store_n(&s->skel->bss->map_full[idle], 0, __ATOMIC_SEQ_CST); /* empty again */
+	return rc;
 }
 
 void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])

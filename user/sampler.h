@@ -38,6 +38,8 @@ size_t sampler_unwind_rows(struct sampler *s);
 int sampler_write_rows(struct sampler *s, size_t start, const struct unwind_row *rows, size_t n);
 /* Tell the unwinder pid's executable mappings. */
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm);
+/* Drop everything the sampler knows about pid (it exec'ed). */
+void sampler_forget(struct sampler *s, uint32_t pid);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
 /* Open and attach the perf events: sampling starts. */
