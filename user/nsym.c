@@ -73,7 +73,8 @@ static const char *basename_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
-	return slash ? slash + 1 : path;
+	path = slash ? slash + 1 : path;
+	return *path ? path : "?";
 }
 
 /* e_type from the ELF header in `h` (EI_NIDENT + 2 bytes) */
@@ -146,7 +147,7 @@ struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		goto fail;
 	}
-	b->mod = dwfl_report_elf(b->dwfl, b->base[0] ? b->base : "?", file_name, dfd, 0, true);
+	b->mod = dwfl_report_elf(b->dwfl, b->base, file_name, dfd, 0, true);
 	if (!b->mod) {
 		/* libdwfl closes a descriptor it was given only on success
 		 * (in dwfl_end); on failure it is still ours */
@@ -413,10 +414,11 @@ static void load(struct nsym_bin *b)
 		GElf_Word shndx = SHN_UNDEF;
 		Elf *symelf = NULL;
 		const char *name = dwfl_module_getsym_info(b->mod, i, &sym, &addr, &shndx, &symelf, NULL);
-		int type = GELF_ST_TYPE(sym.st_info);
+		int type;
 
 		if (!name || !*name || shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
 			continue;
+		type = GELF_ST_TYPE(sym.st_info);
 		/* untyped symbols only as labels in code, not ARM/AArch64
 		 * mapping symbols ($x, $d) or assembler locals */
 		if (type != STT_FUNC && type != STT_GNU_IFUNC &&
@@ -496,33 +498,45 @@ static int32_t find_cached(struct nsym_bin *b, uint64_t vaddr)
 }
 
 /* The name to show: version dropped ("memcpy@GLIBC_2.2.5"), then
- * demangled if it is a C++ name.  Made once per symbol. */
+ * demangled if it is a C++ name ("_Znwm@plt" shows as
+ * "operator new(unsigned long)@plt").  Made once per symbol. */
 static const char *display(struct fsym *s)
 {
-	const char *name = s->name;
-	char *plain = NULL, *d;
+	const char *name = s->name, *suffix = "";
+	char *plain = NULL, *d = NULL, *out = NULL;
 	size_t at;
 	int status = -1;
 
 	if (s->disp)
 		return s->disp;
 	at = strcspn(name, "@");
-	if (!(s->flags & F_PLT) && at > 0 && name[at])
-		name = plain = strndup(name, at); /* NULL: out of memory */
-	if (name && !strncmp(name, "_Z", 2) &&
-	    (d = __cxa_demangle(name, NULL, NULL, &status))) {
-		if (status == 0) {
-			free(plain);
-			s->flags |= F_OWN_DISP;
-			return s->disp = d;
-		}
+	if (at > 0 && name[at]) {
+		if (s->flags & F_PLT)
+			suffix = name + at;
+		plain = strndup(name, at); /* NULL (out of memory): shown raw */
+	}
+	if (plain)
+		name = plain;
+	if (!strncmp(name, "_Z", 2) && (d = __cxa_demangle(name, NULL, NULL, &status)) &&
+	    status != 0) {
 		free(d);
+		d = NULL;
 	}
-	if (plain) {
-		s->flags |= F_OWN_DISP;
-		return s->disp = plain;
+	if (d && *suffix) {
+		if (asprintf(&out, "%s%s", d, suffix) < 0)
+			out = NULL;
+		free(d);
+	} else if (d) {
+		out = d;
+	} else if (plain && !*suffix) {
+		out = plain;
+		plain = NULL;
 	}
-	return s->disp = (char *)s->name;
+	free(plain);
+	if (!out)
+		return s->disp = (char *)s->name;
+	s->flags |= F_OWN_DISP;
+	return s->disp = out;
 }
 
 int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_t *sym_start)

@@ -11,6 +11,9 @@
  * (by build-id under /usr/lib/debug/.build-id/, or by .gnu_debuglink next to
  * the binary or under /usr/lib/debug); else .dynsym, plus .gnu_debugdata
  * (MiniDebugInfo) when present.  On x86-64, PLT stubs are named "foo@plt".
+ * When the environment sets DEBUGINFOD_URLS, libdwfl also asks those
+ * debuginfod servers (over the network, with their timeout) for binaries
+ * that have no debug file here.
  *
  * A symbol names only the addresses inside it, value to value + size (a
  * symbol of size 0 names just its own address): a static function of a
@@ -60,8 +63,9 @@ int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t 
 
 /* Basename of the binary. */
 const char *nsym_module(const struct nsym_bin *b);
-/* 1 if a separate debug file was found (by build-id or .gnu_debuglink) and
- * its symbol table is in use, else 0.  Loads the symbols if not yet done. */
+/* 1 if a separate debug file was found (by build-id or .gnu_debuglink),
+ * which happens only when the binary has no .symtab of its own; its .symtab
+ * then names the functions.  Loads the symbols if not yet done. */
 int nsym_has_debug_file(struct nsym_bin *b);
 
 /* Where separate debug files are searched, in libdwfl's syntax (e.g.
