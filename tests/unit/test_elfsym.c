@@ -34,65 +34,16 @@
 
 #include "elfsym.h"
 #include "procmaps.h"
+#include "testutil.h"
 
-/* Interpreters under test; override with -D to point elsewhere. */
-#ifndef PY311
-#define PY311 "/usr/bin/python3.11"
-#endif
-#ifndef PY312_PREFIX
-#define PY312_PREFIX "/root/.pyenv/versions/3.12.1"
-#endif
-#define PY312 PY312_PREFIX "/bin/python3.12"
-#define LIBPY312 PY312_PREFIX "/lib/libpython3.12.so.1.0"
 
 #define PRINT_PYRUNTIME                                                           \
 	"import ctypes,sys; "                                                     \
 	"print(ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi,'_PyRuntime')));" \
 	" sys.stdout.flush(); import time; time.sleep(30)"
 
-#define assert_u64_equal(a, b, what)                                              \
-	do {                                                                      \
-		uint64_t a_ = (a), b_ = (b);                                      \
-		if (a_ != b_)                                                     \
-			fail_msg("%s: got %#" PRIx64 ", expected %#" PRIx64, (what), a_, b_); \
-	} while (0)
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static void require_file(const char *path)
-{
-	if (access(path, R_OK) != 0)
-		fail_msg("required file %s is missing or unreadable: %s", path,
-			 strerror(errno));
-}
-
-/* Run `cmd` and return its output as one malloc'd string. */
-static char *command_output(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, got;
-	int status;
-
-	if (!p)
-		fail_msg("popen(%s): %s", cmd, strerror(errno));
-	do {
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		got = fread(buf + len, 1, cap - len - 1, p);
-		len += got;
-	} while (got > 0);
-	buf[len] = '\0';
-	status = pclose(p);
-	if (status != 0) {
-		free(buf);
-		fail_msg("`%s` failed (status %d); is binutils installed?", cmd, status);
-	}
-	return buf;
-}
 
 /* Value and size of `name` as `readelf -Ws` lists it in `path`: the first
  * defined global/weak entry, else the first defined local one.  Returns

@@ -29,40 +29,10 @@
 #include <cmocka.h>
 
 #include "nsym.h"
+#include "testutil.h"
 
-#ifndef LIBC
-#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
-#endif
-#ifndef PY311
-#define PY311 "/usr/bin/python3.11"
-#endif
-#ifndef PY312_PREFIX
-#define PY312_PREFIX "/root/.pyenv/versions/3.12.1"
-#endif
-#define LIBPY312 PY312_PREFIX "/lib/libpython3.12.so.1.0"
-
-#define assert_u64_equal(a, b, what)                                              \
-	do {                                                                      \
-		uint64_t a_ = (a), b_ = (b);                                      \
-		if (a_ != b_)                                                     \
-			fail_msg("%s: got %#" PRIx64 ", expected %#" PRIx64, (what), a_, b_); \
-	} while (0)
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static void require_file(const char *path)
-{
-	if (access(path, R_OK) != 0)
-		fail_msg("required file %s is missing or unreadable: %s", path, strerror(errno));
-}
-
-static void run(const char *cmd)
-{
-	int rc = system(cmd);
-
-	if (rc != 0)
-		fail_msg("command failed (%d): %s", rc, cmd);
-}
 
 /* One line of `nm -S` output; size 0 when nm printed none. */
 struct nmsym {

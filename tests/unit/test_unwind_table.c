@@ -42,64 +42,11 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "unwind_table.h"
 
-#ifndef LIBC
-#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
-#endif
-#ifndef LIBZ
-#define LIBZ "/lib/x86_64-linux-gnu/libz.so.1"
-#endif
-#ifndef PY311
-#define PY311 "/usr/bin/python3.11"
-#endif
-#ifndef PY312_PREFIX
-#define PY312_PREFIX "/root/.pyenv/versions/3.12.1"
-#endif
-#define LIBPY312 PY312_PREFIX "/lib/libpython3.12.so.1.0"
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static void require_file(const char *path)
-{
-	if (access(path, R_OK) != 0)
-		fail_msg("required file %s is missing or unreadable: %s", path,
-			 strerror(errno));
-}
-
-/* Run `cmd` (through sh) and return its output as one malloc'd string;
- * fails the test if it exits non-zero. */
-static char *command_output(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, got;
-	int status;
-
-	if (!p)
-		fail_msg("popen(%s): %s", cmd, strerror(errno));
-	do {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 1 << 20;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		got = fread(buf + len, 1, cap - len - 1, p);
-		len += got;
-	} while (got > 0);
-	buf[len] = '\0';
-	status = pclose(p);
-	if (status != 0) {
-		free(buf);
-		fail_msg("`%s` failed (status %d)", cmd, status);
-	}
-	return buf;
-}
-
-static void run(const char *cmd)
-{
-	free(command_output(cmd));
-}
 
 static double now_ms(void)
 {
