@@ -55,7 +55,7 @@ deps:
 # deps first, in its own make run, so a fresh machine gets clang and libbpf
 # before anything is compiled
 test:
-	scripts/setup --deps
+	scripts/setup --test-deps
 	$(MAKE) pyperf-bpf unit
 	$(PYTHON) -m pytest -q -ra tests
 

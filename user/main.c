@@ -30,8 +30,12 @@ static void usage(FILE *f)
 		"                           exits or Ctrl-C)\n"
 		"  -F, --frequency HZ       samples per second per CPU (default 99, 1 to %d)\n"
 		"  -o, --output FILE        write the profile to FILE (default: stdout)\n"
-		"  -f, --format FORMAT      report (hotspots) or folded (flame graph input);\n"
-		"                           default from -o's extension (.folded, .txt), else report\n"
+		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
+		"                           (flame graph), pprof (gzipped profile.proto) or\n"
+		"                           speedscope; default from -o's extension (.txt,\n"
+		"                           .folded, .svg, .pb.gz, .pprof, .speedscope.json),\n"
+		"                           else report\n"
+		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
 		"      --no-lines           one frame per function instead of per line\n"
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
@@ -89,7 +93,8 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
 	return !errno && end != s && !*end && *out >= lo && *out <= hi;
 }
 
-enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY };
+enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
+       OPT_ICICLE };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -102,6 +107,7 @@ static const struct option long_opts[] = {
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "python-only", no_argument, NULL, OPT_PY_ONLY },
 	{ "top", required_argument, NULL, OPT_TOP },
+	{ "icicle", no_argument, NULL, OPT_ICICLE },
 	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -156,6 +162,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		case OPT_PY_ONLY:
 			o->no_kernel = o->no_native = true;
 			break;
+		case OPT_ICICLE:
+			o->icicle = true;
+			break;
 		case OPT_TOP:
 			if (!parse_long(optarg, 1, 1000000, &v))
 				return fail_usage("--top: not a positive number: '%s'", optarg);
@@ -188,7 +197,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 	if (format) {
 		o->format = out_format_parse(format);
 		if (o->format < 0)
-			return fail_usage("-f: unknown format '%s' (known: report, folded)", format);
+			return fail_usage("-f: unknown format '%s'", format);
 	} else if (o->output) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)

@@ -3,6 +3,7 @@
  * replaced or deleted file is still the right one); the vDSO is the kernel's
  * and the same in every process, so ours stands in for it. */
 #include "native.h"
+#include "elfsym.h"
 #include "errmsg.h"
 #include "nsym.h"
 #include "procmaps.h"
@@ -38,6 +39,7 @@ struct nbin {
 	uint32_t rows_start, rows_len;
 	struct nsym_bin *sym;        /* opened on first use */
 	bool sym_failed;
+	struct pybin info;           /* what pprof says of the binary */
 };
 
 struct nmap {
@@ -231,6 +233,12 @@ static int read_segments(struct nbin *b)
 		b->segs[b->nsegs].offset = ph.p_offset;
 		b->segs[b->nsegs].filesz = ph.p_filesz;
 		b->nsegs++;
+		if ((ph.p_flags & PF_X) && (!b->info.hi || ph.p_vaddr < b->info.lo)) {
+			b->info.lo = ph.p_vaddr;
+			b->info.offset = ph.p_offset;
+		}
+		if ((ph.p_flags & PF_X) && ph.p_vaddr + ph.p_memsz > b->info.hi)
+			b->info.hi = ph.p_vaddr + ph.p_memsz;
 	}
 	rc = b->nsegs ? 0 : -1;
 out:
@@ -284,6 +292,14 @@ static struct nbin *new_bin(struct native *n, int fd, const char *path, const st
 	}
 	slash = strrchr(b->path, '/');
 	b->base = slash ? slash + 1 : b->path;
+	b->info.path = b->path;
+	{
+		char self[64];
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		if (elf_read_build_id(self, b->info.build_id, sizeof(b->info.build_id)))
+			b->info.build_id[0] = 0;
+	}
 	n->st.binaries++;
 	build_table(n, b);
 	return b;
@@ -509,8 +525,8 @@ static bool is_eval_loop(const char *name)
 	return !strncmp(name, eval, len) && (!name[len] || name[len] == '.');
 }
 
-static struct pyfunc *intern(struct native *n, struct nbin *bin, uint64_t addr,
-			     const char *name, const char *file)
+static struct pyfunc *intern(struct native *n, struct nbin *bin, const struct pybin *info,
+			     uint64_t addr, const char *name, const char *file)
 {
 	struct func_key k;
 	struct pyfunc *f;
@@ -524,6 +540,8 @@ static struct pyfunc *intern(struct native *n, struct nbin *bin, uint64_t addr,
 	f = new_func(name, file, is_eval_loop(name) ? FN_EVAL : FN_NATIVE);
 	if (!f)
 		return n->unknown;
+	f->bin = info;
+	f->addr = addr;
 	if (hmap_put(&n->funcs, &k, sizeof(k), f)) {
 		pyfunc_free(f);
 		return n->unknown;
@@ -543,7 +561,7 @@ static const struct pyfunc *jit_func(struct native *n, struct nproc *np, uint64_
 	if (!j)
 		return n->unknown;
 	/* keyed by the process's own entry: addresses of JIT code are per process */
-	return intern(n, (struct nbin *)np, j->start, j->name, "[jit]");
+	return intern(n, (struct nbin *)np, NULL, j->start, j->name, "[jit]");
 }
 
 const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
@@ -568,5 +586,5 @@ const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool le
 	} else {
 		snprintf(name, sizeof(name), "%s+0x%llx", m->bin->base, (unsigned long long)vaddr);
 	}
-	return intern(n, m->bin, named ? start : vaddr, name, m->bin->base);
+	return intern(n, m->bin, &m->bin->info, named ? start : vaddr, name, m->bin->base);
 }

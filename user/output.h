@@ -8,7 +8,7 @@
 #include "profile.h"
 #include "sbuf.h"
 
-enum out_format { FMT_REPORT, FMT_FOLDED };
+enum out_format { FMT_REPORT, FMT_FOLDED, FMT_SVG, FMT_PPROF, FMT_SPEEDSCOPE };
 
 struct out_ctx {
 	const struct profile *prof;
@@ -20,6 +20,9 @@ struct out_ctx {
 	int ncpus;
 	uint64_t stats[STAT_NR];     /* sampler counters */
 	size_t top;                  /* rows per report table */
+	const char *title;           /* what was profiled: the command, or the pids */
+	uint64_t start_unix_ns;      /* wall-clock time the sampling started */
+	bool icicle;                 /* svg: root on top */
 };
 
 /* Python: "name (file:line)", or "name (file)" without lines; native:
@@ -30,9 +33,17 @@ void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines);
  * [incomplete] when the stack misses its root side), each followed by ';'. */
 void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psample *s);
 
+/* Each writer returns 0, or -1 with errno set. */
 int out_folded(FILE *f, const struct out_ctx *c);
 int out_report(FILE *f, const struct out_ctx *c);
-/* Parse a format name or infer it from a file name; -1 if unknown. */
+int out_svg(FILE *f, const struct out_ctx *c);
+int out_pprof(FILE *f, const struct out_ctx *c);
+int out_speedscope(FILE *f, const struct out_ctx *c);
+/* The writer of format fmt. */
+int out_write(FILE *f, const struct out_ctx *c, int fmt);
+/* Parse a format name or infer it from a file name; -1 if unknown.
+ * out_format_names lists the names for messages. */
+extern const char out_format_names[];
 int out_format_parse(const char *name);
 int out_format_from_path(const char *path);
 

@@ -15,6 +15,14 @@ enum pyfunc_kind {
 	FN_MARK,               /* a marker such as "[native incomplete]" (name only) */
 };
 
+/* The binary of native functions, for formats that describe it (pprof). */
+struct pybin {
+	const char *path;      /* as the process mapped it */
+	char build_id[65];     /* GNU build-id in hex, or "" */
+	uint64_t lo, hi;       /* ELF addresses its executable segments span */
+	uint64_t offset;       /* file offset of the segment at lo */
+};
+
 /* A named code object, or a native function.  Lives until the end of the run. */
 struct pyfunc {
 	char *name;            /* co_qualname where the version has it, else co_name */
@@ -24,6 +32,9 @@ struct pyfunc {
 	uint8_t *lt;           /* line table bytes */
 	size_t lt_len;
 	uint8_t kind;          /* enum pyfunc_kind (FN_PYTHON: 0) */
+	/* native functions: */
+	const struct pybin *bin; /* NULL: no known binary (JIT code, [unknown]) */
+	uint64_t addr;         /* ELF address of the symbol, or of the code if unnamed */
 };
 
 /* Copy len bytes at addr in pid; 0, or -errno. */

@@ -31,6 +31,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define POLL_MS 100
@@ -64,6 +65,7 @@ struct recorder {
 	bool child_done;
 	char tmp_path[PATH_MAX];
 	FILE *out;
+	uint64_t start_unix_ns;
 };
 
 static void err_line(const char *msg)
@@ -446,11 +448,34 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 	fclose(f);
 }
 
+/* What the profile is of, for titles: the command, the pids, or the host. */
+static void make_title(const struct record_opts *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (o->cmd) {
+		for (char **a = o->cmd; *a && n + 1 < len; a++)
+			n += snprintf(buf + n, len - n, "%s%s", a == o->cmd ? "" : " ", *a);
+	} else if (o->npids) {
+		n = snprintf(buf, len, "pid");
+		for (size_t i = 0; i < o->npids && n + 1 < len; i++)
+			n += snprintf(buf + n, len - n, "%s%d", i ? "," : " ", o->pids[i]);
+	} else {
+		char host[256] = "this host";
+
+		gethostname(host, sizeof(host) - 1);
+		snprintf(buf, len, "all CPython processes on %s", host);
+	}
+}
+
 static int write_profile(struct recorder *r, double secs, char *err, size_t errlen)
 {
 	struct out_ctx c;
+	char title[512];
 	int rc;
 
+	make_title(r->o, title, sizeof(title));
 	memset(&c, 0, sizeof(c));
 	c.prof = &r->prof;
 	c.lines = !r->o->no_lines;
@@ -464,7 +489,10 @@ static int write_profile(struct recorder *r, double secs, char *err, size_t errl
 	c.top = r->o->top;
 	sampler_stats(r->s, c.stats);
 	profile_name_kernel_stacks(&r->prof);
-	rc = r->o->format == FMT_FOLDED ? out_folded(r->out, &c) : out_report(r->out, &c);
+	c.title = title;
+	c.start_unix_ns = r->start_unix_ns;
+	c.icicle = r->o->icicle;
+	rc = out_write(r->out, &c, r->o->format);
 	if (rc) {
 		snprintf(err, errlen, "cannot write %s: %s", r->o->output ? r->o->output : "stdout",
 			 strerror(errno));
@@ -514,6 +542,12 @@ int record_run(const struct record_opts *o)
 	if (sampler_start(r.s, err, sizeof(err)))
 		goto fail;
 	start = monotonic_ns();
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r.start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
 	if (o->cmd) {
 		if (write(go, "x", 1) != 1 || child_exec_failed(errfd, o->cmd[0], err, sizeof(err))) {
 			rc = 127;

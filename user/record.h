@@ -14,6 +14,7 @@ struct record_opts {
 	const char *output;          /* -o; NULL: stdout */
 	int format;                  /* enum out_format */
 	bool threads, no_lines, verbose;
+	bool icicle;                 /* --icicle (svg) */
 	bool no_kernel;              /* --no-kernel or --python-only */
 	bool no_native;              /* --python-only */
 	size_t unwind_rows;          /* PYPERF_UNWIND_ROWS: size of the unwind table array */

@@ -1,0 +1,10 @@
+/* out_pprof.c - placeholder, being written. */
+#include "output.h"
+
+#include <errno.h>
+
+int out_pprof(FILE *f, const struct out_ctx *c)
+{
+	errno = ENOSYS;
+	return -1;
+}
