@@ -184,7 +184,16 @@ static void formats_by_name_and_extension(void **state)
 {
 	assert_int_equal(out_format_parse("folded"), FMT_FOLDED);
 	assert_int_equal(out_format_parse("report"), FMT_REPORT);
-	assert_int_equal(out_format_parse("svg"), -1);
+	assert_int_equal(out_format_parse("svg"), FMT_SVG);
+	assert_int_equal(out_format_parse("pprof"), FMT_PPROF);
+	assert_int_equal(out_format_parse("speedscope"), FMT_SPEEDSCOPE);
+	assert_int_equal(out_format_parse("png"), -1);
+	assert_int_equal(out_format_from_path("f.svg"), FMT_SVG);
+	assert_int_equal(out_format_from_path("cpu.pb.gz"), FMT_PPROF);
+	assert_int_equal(out_format_from_path("cpu.pprof"), FMT_PPROF);
+	assert_int_equal(out_format_from_path("p.speedscope.json"), FMT_SPEEDSCOPE);
+	assert_int_equal(out_format_from_path("p.json"), -1);
+	assert_int_equal(out_format_from_path(".svg"), -1);
 	assert_int_equal(out_format_from_path("/x/y.folded"), FMT_FOLDED);
 	assert_int_equal(out_format_from_path("a.collapsed"), FMT_FOLDED);
 	assert_int_equal(out_format_from_path("r.txt"), FMT_REPORT);
