@@ -29,7 +29,8 @@ static void usage(FILE *f)
 		"  -d, --duration SECONDS   stop after this long (default: until the command\n"
 		"                           exits or Ctrl-C)\n"
 		"  -F, --frequency HZ       samples per second per CPU (default 99, 1 to %d)\n"
-		"  -o, --output FILE        write the profile to FILE (default: stdout)\n"
+		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
+		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
 		"                           (flame graph), pprof (gzipped profile.proto) or\n"
 		"                           speedscope; default from -o's extension (.txt,\n"
@@ -145,7 +146,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		case 'o':
 			if (!*optarg)
 				return fail_usage("-o: empty file name%s", "");
-			o->output = optarg;
+			if (o->noutputs == RECORD_MAX_OUTPUTS)
+				return fail_usage("-o: at most 8 output files, not more ('%s')", optarg);
+			o->outputs[o->noutputs++].path = optarg;
 			break;
 		case 'f':
 			format = optarg;
@@ -194,22 +197,36 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		o->cmd = &argv[optind];
 	if (o->cmd && o->npids)
 		return fail_usage("give either -p or a command, not both%s", "");
-	if (format) {
-		o->format = out_format_parse(format);
-		if (o->format < 0)
+	if (!o->noutputs)
+		o->noutputs = 1; /* stdout */
+	if (format && o->noutputs > 1)
+		return fail_usage("-f goes with one -o; with several, each file's extension "
+				  "names its format%s", "");
+	for (size_t i = 0; i < o->noutputs; i++) {
+		struct record_output *ro = &o->outputs[i];
+
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(ro->path, o->outputs[j].path))
+				return fail_usage("-o %s: given twice", ro->path);
+		if (format)
+			ro->format = out_format_parse(format);
+		else if (ro->path)
+			ro->format = out_format_from_path(ro->path);
+		else
+			ro->format = FMT_REPORT;
+		if (format && ro->format < 0)
 			return fail_usage("-f: unknown format '%s'", format);
-	} else if (o->output) {
-		o->format = out_format_from_path(o->output);
-		if (o->format < 0)
-			return fail_usage("-o %s: cannot tell the format from the file name; use -f",
-					  o->output);
+		if (ro->format < 0)
+			return fail_usage(o->noutputs > 1 ? "-o %s: cannot tell the format from the "
+				"file name (.txt, .folded, .svg, .pb.gz, .pprof, .speedscope.json)" :
+				"-o %s: cannot tell the format from the file name; use -f", ro->path);
 	}
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct record_opts o = { .freq = 99, .top = 20, .format = FMT_REPORT };
+	struct record_opts o = { .freq = 99, .top = 20 };
 	int rc;
 
 	if (argc > 1 && !strcmp(argv[1], "record")) {

@@ -15,6 +15,7 @@
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "record.h"
 #include "native.h"
+#include "outfile.h"
 #include "output.h"
 #include "profile.h"
 #include "pyproc.h"
@@ -22,7 +23,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -63,8 +63,7 @@ struct recorder {
 	pid_t child;
 	int child_status;
 	bool child_done;
-	char tmp_path[PATH_MAX];
-	FILE *out;
+	struct outfile out[RECORD_MAX_OUTPUTS];
 	uint64_t start_unix_ns;
 };
 
@@ -204,56 +203,20 @@ static void on_count(void *ctx, const struct stack_key *k, uint64_t count, const
 	profile_add_count(&((struct recorder *)ctx)->prof, k, count, kips, nk);
 }
 
-/* ---- output file: created up front, renamed into place at the end ---- */
+/* ---- output files: created up front, renamed into place at the end ---- */
 
-static int open_output(struct recorder *r, char *err, size_t errlen)
+static int open_outputs(struct recorder *r, char *err, size_t errlen)
 {
-	char dir[PATH_MAX];
-	int fd;
-
-	if (!r->o->output) {
-		r->out = stdout;
-		return 0;
-	}
-	snprintf(dir, sizeof(dir), "%s", r->o->output);
-	snprintf(r->tmp_path, sizeof(r->tmp_path), "%s/.pyperf-bpf.XXXXXX", dirname(dir));
-	fd = mkostemp(r->tmp_path, O_CLOEXEC); /* the command must not inherit it */
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
-		r->tmp_path[0] = 0;
-		return -1;
-	}
-	fchmod(fd, 0644);
-	r->out = fdopen(fd, "w");
-	return r->out ? 0 : -1;
-}
-
-static void discard_output(struct recorder *r)
-{
-	if (r->out && r->out != stdout)
-		fclose(r->out);
-	r->out = NULL;
-	if (r->tmp_path[0])
-		unlink(r->tmp_path);
-	r->tmp_path[0] = 0;
-}
-
-static int commit_output(struct recorder *r, char *err, size_t errlen)
-{
-	if (r->out == stdout)
-		return fflush(stdout) ? -1 : 0;
-	if (fclose(r->out)) {
-		r->out = NULL;
-		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
-		return -1;
-	}
-	r->out = NULL;
-	if (rename(r->tmp_path, r->o->output)) {
-		snprintf(err, errlen, "cannot write %s: %s", r->o->output, strerror(errno));
-		return -1;
-	}
-	r->tmp_path[0] = 0;
+	for (size_t i = 0; i < r->o->noutputs; i++)
+		if (outfile_open(&r->out[i], r->o->outputs[i].path, err, errlen))
+			return -1;
 	return 0;
+}
+
+static void discard_outputs(struct recorder *r)
+{
+	for (size_t i = 0; i < r->o->noutputs; i++)
+		outfile_discard(&r->out[i]);
 }
 
 /* ---- the command after -- ---- */
@@ -492,13 +455,21 @@ static int write_profile(struct recorder *r, double secs, char *err, size_t errl
 	c.title = title;
 	c.start_unix_ns = r->start_unix_ns;
 	c.icicle = r->o->icicle;
-	rc = out_write(r->out, &c, r->o->format);
-	if (rc) {
-		snprintf(err, errlen, "cannot write %s: %s", r->o->output ? r->o->output : "stdout",
-			 strerror(errno));
-		return -1;
+	/* every file is complete before any is renamed into place */
+	for (size_t i = 0; i < r->o->noutputs; i++) {
+		const struct record_output *ro = &r->o->outputs[i];
+
+		rc = out_write(r->out[i].f, &c, ro->format);
+		if (rc || ferror(r->out[i].f)) {
+			snprintf(err, errlen, "cannot write %s: %s", ro->path ? ro->path : "stdout",
+				 strerror(errno ? errno : EIO));
+			return -1;
+		}
 	}
-	return commit_output(r, err, errlen);
+	for (size_t i = 0; i < r->o->noutputs; i++)
+		if (outfile_commit(&r->out[i], err, errlen))
+			return -1;
+	return 0;
 }
 
 int record_run(const struct record_opts *o)
@@ -517,7 +488,7 @@ int record_run(const struct record_opts *o)
 	r.o = o;
 	profile_init(&r.prof);
 	install_signals();
-	if (sampler_check_privileges(err, sizeof(err)) || open_output(&r, err, sizeof(err)))
+	if (sampler_check_privileges(err, sizeof(err)) || open_outputs(&r, err, sizeof(err)))
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;
@@ -580,7 +551,7 @@ int record_run(const struct record_opts *o)
 	goto out;
 fail:
 	err_line(err);
-	discard_output(&r);
+	discard_outputs(&r);
 	if (r.child > 0) {
 		if (go >= 0)
 			close(go); /* a held child exits without running anything */

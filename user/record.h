@@ -5,14 +5,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define RECORD_MAX_OUTPUTS 8
+
 struct record_opts {
 	int *pids;                   /* -p; empty: every CPython process (or the command) */
 	size_t npids;
 	char **cmd;                  /* after --; NULL if none */
 	double duration;             /* -d seconds, 0: until the command exits or a signal */
 	int freq;                    /* -F */
-	const char *output;          /* -o; NULL: stdout */
-	int format;                  /* enum out_format */
+	struct record_output {
+		const char *path;    /* NULL: stdout */
+		int format;          /* enum out_format */
+	} outputs[RECORD_MAX_OUTPUTS]; /* -o, repeatable; none given: one, stdout */
+	size_t noutputs;
 	bool threads, no_lines, verbose;
 	bool icicle;                 /* --icicle (svg) */
 	bool no_kernel;              /* --no-kernel or --python-only */

@@ -26,6 +26,9 @@ def assert_clean_failure(r, tmp_path, needle, code=None):
     (["-f", "pdf"], "unknown format"), (["--bogus"], "unknown"), (["-d"], "needs a value"),
     (["-o", "{tmp}/out.weird"], "cannot tell the format"),
     (["-p", "1", "--", "true"], "not both"),
+    (["-o", "{tmp}/a.folded", "-o", "{tmp}/a.folded"], "given twice"),
+    (["-o", "{tmp}/a.folded", "-o", "{tmp}/b.svg", "-f", "svg"], "-f goes with one -o"),
+    (["-o", "{tmp}/a.folded", "-o", "{tmp}/b.weird"], "cannot tell the format"),
 ])
 def test_bad_option_is_one_line_and_exit_2(args, needle, tmp_path):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
@@ -78,3 +81,9 @@ def test_not_root(tmp_path):
            PYPERF, "-d", "1", "-o", str(tmp_path / "x.folded")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert_clean_failure(r, tmp_path, "permission denied")
+
+
+def test_one_unwritable_output_of_several_leaves_no_file(tmp_path):
+    """The writable file of a pair is not created when the other cannot be."""
+    r = run_pyperf(["-d", "1", "-o", str(tmp_path / "ok.folded"), "-o", "/nonexistent-dir/x.svg"])
+    assert_clean_failure(r, tmp_path, "cannot write /nonexistent-dir/x.svg")

@@ -190,3 +190,17 @@ def test_command_gets_default_signals_and_no_profiler_fds(tmp_path):
 def test_sighup_still_writes_profile(tmp_path):
     assert SUPPORTED, "no supported CPython"
     _signal_during_recording(signal.SIGHUP, tmp_path, SUPPORTED[-1][0])
+
+
+def test_several_outputs_hold_the_same_recording(tmp_path):
+    """-o twice: both files come from one recording (same totals), and the
+    temporary files are gone."""
+    assert SUPPORTED, "no supported CPython"
+    folded, report = tmp_path / "p.folded", tmp_path / "p.txt"
+    r = run_pyperf(["-F", "499", "-o", str(folded), "-o", str(report), "--", SUPPORTED[-1][0],
+                    os.path.join(WORKLOADS, "split.py"), "1", str(tmp_path / "t.json")])
+    assert r.returncode == 0, r.stderr
+    total = sum(c for _, c in parse_folded(folded.read_text()))
+    m = re.match(r"pyperf-bpf: (\d+) samples", report.read_text())
+    assert m and int(m.group(1)) == total > 100, (total, report.read_text()[:300])
+    assert sorted(os.listdir(tmp_path)) == ["p.folded", "p.txt", "t.json"]

@@ -1,0 +1,28 @@
+/* outfile.h - an output file that appears whole or not at all.
+ *
+ * The data goes to a temporary file in the destination's directory, created
+ * with mode 0644 and close-on-exec; outfile_commit renames it into place, and
+ * outfile_discard removes it.  A reader never sees half a profile, and an
+ * error or a crash leaves the previous file (if any) untouched.  A NULL path
+ * means stdout, which is only flushed. */
+#ifndef PYPERF_OUTFILE_H
+#define PYPERF_OUTFILE_H
+
+#include <limits.h>
+#include <stdio.h>
+
+struct outfile {
+	const char *path;            /* destination, NULL: stdout */
+	char tmp[PATH_MAX];          /* the temporary file, "" when none */
+	FILE *f;
+};
+
+/* Open for path (NULL: stdout); 0, or -1 with "cannot write PATH: why". */
+int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen);
+/* Close and rename into place; 0, or -1 with a message (the temporary file
+ * is then removed). */
+int outfile_commit(struct outfile *o, char *err, size_t errlen);
+/* Close and remove the temporary file; safe to call more than once. */
+void outfile_discard(struct outfile *o);
+
+#endif
