@@ -1,6 +1,7 @@
 /* main.c - the pyperf-bpf command line.  Parses and checks options, then hands
  * over to the command (record.c).  Every bad input ends here with one line on
  * stderr and exit status 2, before anything is loaded or written. */
+#include "dump.h"
 #include "output.h"
 #include "nsym.h"
 #include "record.h"
@@ -224,6 +225,58 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 	return 0;
 }
 
+static int parse_pid(const char *s)
+{
+	long v;
+
+	return parse_long(s, 1, INT_MAX, &v) ? (int)v : -1;
+}
+
+static int dump_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "native", no_argument, NULL, 'n' },
+		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct dump_opts o = { 0 };
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:nh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if ((o.pid = parse_pid(optarg)) < 0)
+				return fail_usage("dump -p: not a process id: '%s'", optarg);
+			break;
+		case 'n':
+			o.native = true;
+			break;
+		case OPT_NO_LINES:
+			o.no_lines = true;
+			break;
+		case 'h':
+			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines]\n\n"
+			       "Print the current stack of every thread of a CPython process once,\n"
+			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
+			       "  -p, --pid PID     the process\n"
+			       "  -n, --native      native frames too, merged with the Python ones\n"
+			       "      --no-lines    functions without line numbers\n");
+			return 0;
+		default:
+			return fail_usage("dump: unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fail_usage("dump: unexpected argument '%s'", argv[optind]);
+	if (!o.pid)
+		return fail_usage("dump: which process? give -p PID%s", "");
+	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	return dump_run(&o);
+}
+
 int main(int argc, char **argv)
 {
 	struct record_opts o = { .freq = 99, .top = 20 };
@@ -233,8 +286,9 @@ int main(int argc, char **argv)
 		argv[1] = argv[0];
 		argc--;
 		argv++;
-	} else if (argc > 1 && (!strcmp(argv[1], "daemon") || !strcmp(argv[1], "dump") ||
-				!strcmp(argv[1], "top"))) {
+	} else if (argc > 1 && !strcmp(argv[1], "dump")) {
+		return dump_main(argc - 1, argv + 1);
+	} else if (argc > 1 && (!strcmp(argv[1], "daemon") || !strcmp(argv[1], "top"))) {
 		fprintf(stderr, "pyperf-bpf: '%s' is not implemented yet\n", argv[1]);
 		return 2;
 	} else if (argc > 1 && !strcmp(argv[1], "--version")) {

@@ -1,0 +1,360 @@
+/* dump.c - `pyperf-bpf dump -p PID`: the stack of every thread of a Python
+ * process, once, whether the thread runs, waits for the GIL or sleeps.
+ *
+ * The perf event sampler only sees threads on a CPU, so dump works from user
+ * space.  It stops every thread of the process with ptrace (PTRACE_SEIZE +
+ * PTRACE_INTERRUPT: no signal reaches the program), reads each thread's
+ * registers, and pairs OS threads with PyThreadStates by the FS base, which
+ * is what CPython stores as the thread id (pthread_self).  pywalk.c then walks
+ * the frames and, with --native, unwinds the native stack with the same rows
+ * the sampler uses.  Each thread's stack goes through profile_add_stack like
+ * a sampled one, so names and the native merge are the sampler's.  Threads
+ * run again before anything is printed. */
+#include "dump.h"
+#include "native.h"
+#include "output.h"
+#include "profile.h"
+#include "pywalk.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 4096
+#define STOP_TIMEOUT_MS 2000
+
+struct dthread {
+	int tid;
+	char state;                  /* /proc state before we stopped it: R, S, D... */
+	bool stopped;                /* seized and in a ptrace stop */
+	struct user_regs_struct regs;
+};
+
+struct dumper {
+	const struct dump_opts *o;
+	struct pyproc py;
+	struct dthread *t;
+	size_t n;
+	struct profile prof;
+	struct native nat;
+	struct unwind_row *rows;     /* the unwind tables, in memory */
+	size_t nrows, caprows;
+};
+
+static char thread_state(int pid, int tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return p && p[1] == ' ' && p[2] ? p[2] : '?';
+}
+
+static bool known(const struct dumper *d, int tid)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->t[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* wait for tid's ptrace stop, at most STOP_TIMEOUT_MS */
+static bool wait_stop(int tid)
+{
+	for (int ms = 0; ms < STOP_TIMEOUT_MS; ms++) {
+		int st;
+		pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
+
+		if (r == tid)
+			return WIFSTOPPED(st);
+		if (r < 0)
+			return false;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Seize and interrupt every thread, until a pass over /proc/PID/task finds
+ * none new (running threads may start others meanwhile). */
+static int stop_threads(struct dumper *d, char *err, size_t errlen)
+{
+	char path[64];
+	bool added = true;
+
+	d->t = calloc(MAX_THREADS, sizeof(*d->t));
+	if (!d->t) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", d->o->pid);
+	while (added) {
+		DIR *dir = opendir(path);
+		struct dirent *e;
+
+		if (!dir) {
+			snprintf(err, errlen, "pid %d: %s", d->o->pid,
+				 errno == ENOENT ? "no such process" : strerror(errno));
+			return -1;
+		}
+		added = false;
+		while ((e = readdir(dir)) && d->n < MAX_THREADS) {
+			int tid = atoi(e->d_name);
+			struct dthread *t = &d->t[d->n];
+
+			if (tid <= 0 || known(d, tid))
+				continue;
+			t->tid = tid;
+			t->state = thread_state(d->o->pid, tid);
+			d->n++;
+			added = true;
+			if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
+				if (errno == ESRCH)
+					continue; /* it exited */
+				snprintf(err, errlen, "pid %d: cannot stop thread %d: %s%s", d->o->pid,
+					 tid, strerror(errno),
+					 errno == EPERM ? " (is a debugger attached?)" : "");
+				closedir(dir);
+				return -1;
+			}
+			t->stopped = ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0 && wait_stop(tid) &&
+				     ptrace(PTRACE_GETREGS, tid, 0, &t->regs) == 0;
+		}
+		closedir(dir);
+	}
+	return 0;
+}
+
+static void resume_threads(struct dumper *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		ptrace(PTRACE_DETACH, d->t[i].tid, 0, 0);
+}
+
+static int put_rows(void *ctx, size_t start, const struct unwind_row *rows, size_t n)
+{
+	struct dumper *d = ctx;
+
+	if (start + n > d->caprows) {
+		size_t cap = (start + n) * 2;
+		struct unwind_row *v = realloc(d->rows, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		d->rows = v;
+		d->caprows = cap;
+	}
+	memcpy(d->rows + start, rows, n * sizeof(*rows));
+	if (start + n > d->nrows)
+		d->nrows = start + n;
+	return 0;
+}
+
+/* The PyThreadState of the thread with this FS base, or 0. */
+static uint64_t tstate_of(const struct dumper *d, const uint64_t *ts, int nts, uint64_t fsbase)
+{
+	for (int i = 0; i < nts; i++)
+		if (pywalk_thread_id(&d->py, ts[i]) == fsbase)
+			return ts[i];
+	return 0;
+}
+
+/* Walk one stopped thread and add its stack to the profile (one sample). */
+static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
+			const struct native_maps *nm, struct ev_stack *ev)
+{
+	struct stack_key k;
+	uint32_t pyflags = 0, natflags = 0;
+
+	memset(ev, 0, EV_STACK_HDR_SIZE);
+	ev->kind = EV_STACK;
+	ev->pid = (uint32_t)d->o->pid;
+	ev->tid = (uint32_t)t->tid;
+	ev->gen = 1;
+	ev->hash = (uint64_t)t->tid; /* one stack per thread */
+	if (tstate)
+		ev->nframes = pywalk_frames(&d->py, tstate, ev->frames, PYPERF_MAX_FRAMES, &pyflags);
+	if (nm && t->stopped) {
+		struct pywalk_regs g = { t->regs.rip, t->regs.rsp, t->regs.rbp };
+
+		ev->nnative = pywalk_native(d->o->pid, nm, d->rows, d->nrows, g, ev->native,
+					    PYPERF_MAX_NATIVE, &natflags);
+	}
+	ev->flags = pyflags | natflags;
+	{
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", d->o->pid, t->tid);
+		if ((f = fopen(path, "r"))) {
+			if (fgets(ev->comm, sizeof(ev->comm), f))
+				ev->comm[strcspn(ev->comm, "\n")] = 0;
+			fclose(f);
+		}
+	}
+	if (profile_add_stack(&d->prof, ev))
+		return;
+	memset(&k, 0, sizeof(k));
+	k.pid = ev->pid;
+	k.tid = ev->tid;
+	k.gen = ev->gen;
+	k.kstack = -1;
+	k.hash = ev->hash;
+	profile_add_count(&d->prof, &k, 1, NULL, 0);
+}
+
+static int collect(struct dumper *d, char *err, size_t errlen)
+{
+	static uint64_t ts[PYPERF_MAX_THREADS];
+	static struct native_maps nm;
+	struct ev_stack *ev = malloc(sizeof(*ev));
+	bool have_maps = false;
+	int nts;
+
+	if (!ev) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (d->o->native) {
+		native_init(&d->nat, put_rows, d, (size_t)1 << 25);
+		d->prof.nat = &d->nat;
+		have_maps = native_proc_update(&d->nat, d->o->pid, &nm, err, errlen) == 0;
+	}
+	profile_set_python(&d->prof, d->o->pid, &d->py, 1);
+	nts = pywalk_threads(&d->py, ts, PYPERF_MAX_THREADS);
+	if (nts < 0)
+		nts = 0; /* not initialised yet, or finalising: no Python threads */
+	for (size_t i = 0; i < d->n; i++) {
+		struct dthread *t = &d->t[i];
+		uint64_t tstate = t->stopped ? tstate_of(d, ts, nts, t->regs.fs_base) : 0;
+
+		if (tstate || (d->o->native && t->stopped))
+			walk_thread(d, t, tstate, have_maps ? &nm : NULL, ev);
+	}
+	free(ev);
+	return 0;
+}
+
+static const char *state_word(char s)
+{
+	switch (s) {
+	case 'R':
+		return "running";
+	case 'S':
+		return "sleeping";
+	case 'D':
+		return "waiting (uninterruptible)";
+	case 'T':
+	case 't':
+		return "stopped";
+	default:
+		return "?";
+	}
+}
+
+static const struct dthread *find_thread(const struct dumper *d, uint32_t tid)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if ((uint32_t)d->t[i].tid == tid)
+			return &d->t[i];
+	return NULL;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	uint32_t x = (*(struct psample *const *)a)->tid, y = (*(struct psample *const *)b)->tid;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_stack(const struct dumper *d, const struct psample *s)
+{
+	struct sbuf b = { 0 };
+	const struct pstack *st = s->stack;
+	const struct dthread *t = find_thread(d, s->tid);
+	bool any = false;
+
+	printf("\nThread %u \"%s\" (%s)\n", s->tid, profile_thread_name(&d->prof, s->tid),
+	       state_word(t ? t->state : '?'));
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		const struct pframe *f = &st->frames[i];
+
+		if (!d->o->native && f->fn->kind != FN_PYTHON)
+			continue;
+		sb_reset(&b);
+		out_frame_label(&b, f, !d->o->no_lines);
+		printf("    %s\n", sb_ok(&b) ? b.s : "?");
+		any = true;
+	}
+	if (st->flags & STACK_TRUNCATED)
+		printf("    [more frames not shown]\n");
+	if (st->flags & STACK_BAD_READ)
+		printf("    [the rest could not be read]\n");
+	if (!any)
+		printf("    (no Python frames)\n");
+	sb_free(&b);
+}
+
+static void print_dump(const struct dumper *d)
+{
+	size_t n;
+	struct psample **v = profile_samples(&d->prof, &n);
+	const struct pproc *pp = hmap_get(&d->prof.procs, &d->o->pid, sizeof(int));
+
+	printf("Process %d: %s\n", d->o->pid, pp && pp->cmdline[0] ? pp->cmdline : "?");
+	printf("Python %d.%d (%s)\n", d->py.major, d->py.minor, d->py.binary);
+	if (!v)
+		return;
+	qsort(v, n, sizeof(*v), cmp_tid);
+	for (size_t i = 0; i < n; i++)
+		print_stack(d, v[i]);
+	if (!n)
+		printf("\nNo thread runs Python code.\n");
+	free(v);
+}
+
+int dump_run(const struct dump_opts *o)
+{
+	struct dumper d;
+	char err[1024];
+	int rc = 1;
+
+	memset(&d, 0, sizeof(d));
+	d.o = o;
+	profile_init(&d.prof);
+	if (pyproc_inspect(o->pid, &d.py, err, sizeof(err)) != PYPROC_OK)
+		goto out;
+	if (stop_threads(&d, err, sizeof(err)) == 0 && collect(&d, err, sizeof(err)) == 0)
+		rc = 0;
+	resume_threads(&d);
+	if (rc == 0) {
+		print_dump(&d);
+		if (fflush(stdout) || ferror(stdout)) {
+			snprintf(err, sizeof(err), "cannot write stdout: %s", strerror(errno));
+			rc = 1;
+		}
+	}
+out:
+	if (rc)
+		fprintf(stderr, "pyperf-bpf: %s\n", err);
+	profile_free(&d.prof);
+	if (o->native)
+		native_free(&d.nat);
+	free(d.rows);
+	free(d.t);
+	return rc;
+}

@@ -1,0 +1,16 @@
+/* dump.h - the `dump` command: every thread's current stack, printed once. */
+#ifndef PYPERF_DUMP_H
+#define PYPERF_DUMP_H
+
+#include <stdbool.h>
+
+struct dump_opts {
+	int pid;
+	bool native;                 /* --native: merged native frames too */
+	bool no_lines;               /* --no-lines */
+};
+
+/* Returns the process exit status (0, or 1 with one line on stderr). */
+int dump_run(const struct dump_opts *o);
+
+#endif

@@ -1,0 +1,40 @@
+/* pywalk.h - the sampler's Python walk, done from user space.
+ *
+ * `dump` needs the stacks of threads that are not running, which the perf
+ * event program never sees.  These functions read the target's memory with
+ * process_vm_readv and produce exactly what the BPF walk (pyperf.bpf.c)
+ * produces: py_frame records, leaf first, with the same PY_FRAME_ENTRY marks
+ * and code checks, and native return addresses unwound with the same rows.
+ * So the loader names and merges them with the code it uses for samples. */
+#ifndef PYPERF_PYWALK_H
+#define PYPERF_PYWALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pyperf.h"
+#include "pyproc.h"
+
+/* Every PyThreadState of the first interpreter, in list order; returns how
+ * many (at most cap), or -1 when the interpreter state cannot be read. */
+int pywalk_threads(const struct pyproc *py, uint64_t *tstates, size_t cap);
+/* pthread id (FS base) of the thread that owns tstate, 0 if unreadable. */
+uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
+/* The Python frames of tstate, leaf first, into out[0..cap); returns how
+ * many, and STACK_TRUNCATED / STACK_BAD_READ in *flags. */
+uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
+		       uint32_t cap, uint32_t *flags);
+
+/* Registers a native unwind starts from. */
+struct pywalk_regs {
+	uint64_t pc, sp, bp;
+};
+
+/* Unwind pid's user stack from regs with the process's mappings nm and the
+ * rows array they index (nrows long), leaf first into pcs[0..cap): the leaf
+ * pc, then return addresses.  Returns how many; *flags gets STACK_NATIVE and
+ * STACK_NATIVE_TRUNCATED / STACK_NATIVE_INCOMPLETE as the sampler sets them. */
+uint32_t pywalk_native(int pid, const struct native_maps *nm, const struct unwind_row *rows,
+		       size_t nrows, struct pywalk_regs regs, __u64 *pcs, uint32_t cap,
+		       uint32_t *flags);
+
+#endif
