@@ -5,6 +5,7 @@
 #include "output.h"
 #include "nsym.h"
 #include "record.h"
+#include "top.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -277,6 +278,75 @@ static int dump_main(int argc, char **argv)
 	return dump_run(&o);
 }
 
+static int top_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "native", no_argument, NULL, 'n' },
+		{ "rows", required_argument, NULL, OPT_TOP },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct record_opts o = { .freq = 99, .top = 100, .no_native = true, .no_kernel = true };
+	int c, rc;
+	long v;
+	char *end;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:d:F:nh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, &o))
+				return fail_usage("top -p: not a process id: '%s'", optarg);
+			break;
+		case 'd':
+			errno = 0;
+			o.duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o.duration) ||
+			    o.duration <= 0 || o.duration > 1e8)
+				return fail_usage("top -d: not a positive number of seconds: '%s'", optarg);
+			break;
+		case 'F':
+			if (!parse_long(optarg, 1, MAX_FREQ, &v))
+				return fail_usage("top -F: the frequency must be a whole number of Hz from 1 "
+						  "to 10000, not '%s'", optarg);
+			o.freq = (int)v;
+			break;
+		case 'n':
+			o.no_native = false;
+			break;
+		case OPT_TOP:
+			if (!parse_long(optarg, 1, 100000, &v))
+				return fail_usage("top --rows: not a positive number: '%s'", optarg);
+			o.top = (size_t)v;
+			break;
+		case 'h':
+			printf("usage: pyperf-bpf top [-p PID[,PID...]] [options] [-- COMMAND [ARGS...]]\n\n"
+			       "A live view of the functions that use the CPU, refreshed every second:\n"
+			       "own (leaf) and total shares over the last second, and times overall.\n"
+			       "Without -p or a command, every CPython process.  q or Ctrl-C quits.\n\n"
+			       "  -p, --pid PID[,PID...]   these processes\n"
+			       "  -d, --duration SECONDS   stop after this long\n"
+			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
+			       "  -n, --native             native functions too\n"
+			       "      --rows N             rows at most (default: what fits)\n");
+			return 0;
+		default:
+			return fail_usage("top: unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o.cmd = &argv[optind];
+	if (o.cmd && o.npids)
+		return fail_usage("top: give either -p or a command, not both%s", "");
+	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	rc = top_run(&o);
+	free(o.pids);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct record_opts o = { .freq = 99, .top = 20 };
@@ -288,7 +358,9 @@ int main(int argc, char **argv)
 		argv++;
 	} else if (argc > 1 && !strcmp(argv[1], "dump")) {
 		return dump_main(argc - 1, argv + 1);
-	} else if (argc > 1 && (!strcmp(argv[1], "daemon") || !strcmp(argv[1], "top"))) {
+	} else if (argc > 1 && !strcmp(argv[1], "top")) {
+		return top_main(argc - 1, argv + 1);
+	} else if (argc > 1 && !strcmp(argv[1], "daemon")) {
 		fprintf(stderr, "pyperf-bpf: '%s' is not implemented yet\n", argv[1]);
 		return 2;
 	} else if (argc > 1 && !strcmp(argv[1], "--version")) {

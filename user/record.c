@@ -357,6 +357,13 @@ static void run_loop(struct recorder *r, uint64_t start)
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
 			next_drain = now + DRAIN_EVERY_NS;
+			if (o->on_drain)
+				o->on_drain(o->cb_ctx, &r->prof, (now - start) / 1e9);
+		}
+		if (o->should_stop && o->should_stop(o->cb_ctx)) {
+			if (r->child > 0 && !reap_child(r, WNOHANG))
+				kill(r->child, SIGTERM); /* the view was closed: so is the command */
+			break;
 		}
 		if (now >= end)
 			break;

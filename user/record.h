@@ -7,6 +7,8 @@
 
 #define RECORD_MAX_OUTPUTS 8
 
+struct profile;
+
 struct record_opts {
 	int *pids;                   /* -p; empty: every CPython process (or the command) */
 	size_t npids;
@@ -26,6 +28,12 @@ struct record_opts {
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
+	/* live views (top): called after each drain of the sampler's counts,
+	 * about every second, with the profile so far; and every turn of the
+	 * loop (about every 100 ms): true stops the recording */
+	void (*on_drain)(void *ctx, const struct profile *prof, double elapsed_s);
+	bool (*should_stop)(void *ctx);
+	void *cb_ctx;
 };
 
 /* Run a recording; returns the process exit status. */

@@ -1,0 +1,119 @@
+"""`pyperf-bpf top` in a real terminal (tmux): the hot function leads the
+table, q quits with status 0, the command stops with it, and the terminal is
+restored (alternate screen left, echo and line editing back)."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYPERF, SUPPORTED, WORKLOADS, run_pyperf
+
+TMUX = shutil.which("tmux")
+
+
+def tmux(*args, check=True):
+    return subprocess.run([TMUX, "-L", "pyperf-test"] + list(args), capture_output=True,
+                          text=True, check=check, timeout=30)
+
+
+def pane(target):
+    return tmux("capture-pane", "-p", "-t", target).stdout
+
+
+def wait_for(cond, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    return cond()
+
+
+@pytest.fixture
+def session(tmp_path):
+    if not TMUX:
+        pytest.fail("tmux is not installed (scripts/setup --test-deps installs it)")
+    name = "top%d" % os.getpid()
+    tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "40", "/bin/sh")
+    try:
+        yield name
+    finally:
+        tmux("kill-session", "-t", name, check=False)
+        tmux("kill-server", check=False)
+
+
+def table_rows(text):
+    return [line for line in text.splitlines() if re.match(r"\s+\d+\.\d%\s+\d+\.\d%", line)]
+
+
+def test_top_shows_hot_function_and_quits_on_q(session, tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    done, stty = tmp_path / "status", tmp_path / "stty"
+    cmd = (f"{PYPERF} top -F 199 -- {SUPPORTED[-1][0]} {os.path.join(WORKLOADS, 'split.py')} 60 "
+           f"{tmp_path / 't.json'}; echo $? > {done}; stty -a > {stty}")
+    tmux("send-keys", "-t", session, cmd, "Enter")
+    # the hot function leads by own share once a few refreshes have happened
+    screen = wait_for(lambda: (lambda p: p if len(table_rows(p)) >= 3 and "leaf_a" in p
+                               and re.search(r"pyperf-bpf top: [3-9] s", p) else None)(pane(session)))
+    assert screen, pane(session)
+    rows = table_rows(screen)
+    assert "leaf_a" in rows[0], screen
+    own = float(rows[0].split("%")[0])
+    assert 40 <= own <= 85, screen  # leaf_a gets about 60 % of the CPU
+    assert tmux("display", "-p", "-t", session, "#{alternate_on}").stdout.strip() == "1"
+
+    tmux("send-keys", "-t", session, "q")
+    assert wait_for(lambda: done.exists() and done.read_text().strip()), pane(session)
+    assert done.read_text().strip() == "0"
+    assert wait_for(lambda: stty.exists() and stty.read_text())
+    flags = stty.read_text().split()
+    assert "icanon" in flags and "echo" in flags, stty.read_text()
+    assert tmux("display", "-p", "-t", session, "#{alternate_on}").stdout.strip() == "0"
+    assert "leaf_a" not in pane(session)  # the table went with the alternate screen
+    # the command went with the view
+    assert subprocess.run(["pgrep", "-f", str(tmp_path / "t.json")]).returncode == 1
+
+
+def test_top_ctrl_c_restores_terminal(session, tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    done, stty = tmp_path / "status", tmp_path / "stty"
+    proc = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "60",
+                             str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        tmux("send-keys", "-t", session,
+             f"{PYPERF} top -p {proc.pid}; echo $? > {done}; stty -a > {stty}", "Enter")
+        assert wait_for(lambda: "leaf_a" in pane(session)), pane(session)
+        tmux("send-keys", "-t", session, "C-c")
+        assert wait_for(lambda: stty.exists() and stty.read_text()), pane(session)
+        assert done.read_text().strip() == "0"
+        flags = stty.read_text().split()
+        assert "icanon" in flags and "echo" in flags
+        assert proc.poll() is None  # -p: the profiled process is not ours to stop
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_top_without_a_terminal_prints_refreshes(tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    r = run_pyperf(["top", "--", SUPPORTED[-1][0],
+                    os.path.join(WORKLOADS, "split.py"), "3", str(tmp_path / "t.json")])
+    assert r.returncode == 0, r.stderr  # the command's status
+    blocks = [b for b in r.stdout.split("pyperf-bpf top: ") if "Function" in b]
+    assert len(blocks) >= 2, r.stdout
+    assert "\033[" not in r.stdout
+    assert "leaf_a" in table_rows(blocks[-1])[0], blocks[-1]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["top", "-p", "x"], "not a process id"), (["top", "-F", "0"], "frequency"),
+    (["top", "--bogus"], "unknown"), (["top", "-p", "1", "--", "true"], "not both"),
+])
+def test_top_bad_options(args, needle):
+    r = run_pyperf(args)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and needle in r.stderr, r.stderr
