@@ -24,18 +24,19 @@ struct sample_key {
 	uint64_t tid;
 };
 
-static void own(struct profile *p, void *ptr)
+/* pp's stacks and functions are freed with pp */
+static void own(struct pproc *pp, void *ptr)
 {
-	if (p->nowned == p->capowned) {
-		size_t cap = p->capowned ? p->capowned * 2 : 256;
-		void **v = realloc(p->owned, cap * sizeof(*v));
+	if (pp->nowned == pp->capowned) {
+		size_t cap = pp->capowned ? pp->capowned * 2 : 256;
+		void **v = realloc(pp->owned, cap * sizeof(*v));
 
 		if (!v)
-			return; /* leaks at exit only */
-		p->owned = v;
-		p->capowned = cap;
+			return; /* leaks until the process is forgotten */
+		pp->owned = v;
+		pp->capowned = cap;
 	}
-	p->owned[p->nowned++] = ptr;
+	pp->owned[pp->nowned++] = ptr;
 }
 
 void profile_init(struct profile *p)
@@ -49,6 +50,9 @@ static void free_proc(void *v)
 
 	hmap_free(&pp->code, NULL);
 	hmap_free(&pp->stacks, NULL);
+	for (size_t i = 0; i < pp->nowned; i++)
+		free(pp->owned[i]);
+	free(pp->owned);
 	free(pp);
 }
 
@@ -59,9 +63,6 @@ void profile_free(struct profile *p)
 	hmap_free(&p->threads, free);
 	hmap_free(&p->kstacks, free);
 	hmap_free(&p->knames, free);
-	for (size_t i = 0; i < p->nowned; i++)
-		free(p->owned[i]);
-	free(p->owned);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -99,15 +100,15 @@ static struct pyfunc *name_code(struct profile *p, struct pproc *pp, uint32_t ge
 		fn = pyfunc_unknown(f->code);
 		if (!fn)
 			return NULL;
-		own(p, fn->name);
-		own(p, fn->file);
-		own(p, fn);
+		own(pp, fn->name);
+		own(pp, fn->file);
+		own(pp, fn);
 		return fn; /* not cached: a later announcement may read it */
 	}
-	own(p, fn->name);
-	own(p, fn->file);
-	own(p, fn->lt);
-	own(p, fn);
+	own(pp, fn->name);
+	own(pp, fn->file);
+	own(pp, fn->lt);
+	own(pp, fn);
 	hmap_put(&pp->code, &k, sizeof(k), fn);
 	return fn;
 }
@@ -178,21 +179,21 @@ static int insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t 
 	st->rawnat = NULL;
 	st->nraw = st->nrawnat = 0;
 	memcpy(st->frames, frames, n * sizeof(st->frames[0]));
-	own(p, st);
+	own(pp, st);
 	if (raw) {
 		st->raw = malloc(raw->npy * sizeof(*raw->py) + 1);
 		if (!st->raw)
 			return -1;
 		memcpy(st->raw, raw->py, raw->npy * sizeof(*raw->py));
 		st->nraw = raw->npy;
-		own(p, st->raw);
+		own(pp, st->raw);
 		if (raw->nnat) {
 			st->rawnat = malloc(raw->nnat * sizeof(*raw->nat));
 			if (!st->rawnat)
 				return -1;
 			memcpy(st->rawnat, raw->nat, raw->nnat * sizeof(*raw->nat));
 			st->nrawnat = raw->nnat;
-			own(p, st->rawnat);
+			own(pp, st->rawnat);
 		}
 	}
 	return hmap_put(&pp->stacks, &id, sizeof(id), st);
@@ -263,7 +264,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* every distinct kernel address of the profile, sorted */
+/* every distinct kernel address of the profile not named yet, sorted */
 static uint64_t *kernel_addresses(struct profile *p, size_t *n)
 {
 	struct hmap seen = { 0 };
@@ -274,7 +275,8 @@ static uint64_t *kernel_addresses(struct profile *p, size_t *n)
 		const uint64_t *ips = s->key;
 
 		for (uint32_t i = 0; i < ((struct kstack *)s->val)->n; i++)
-			hmap_put(&seen, &ips[i], sizeof(ips[i]), NULL);
+			if (!hmap_get(&p->knames, &ips[i], sizeof(ips[i])))
+				hmap_put(&seen, &ips[i], sizeof(ips[i]), NULL);
 	}
 	v = malloc((seen.len + 1) * sizeof(*v));
 	if (v)
@@ -292,11 +294,11 @@ void profile_name_kernel_stacks(struct profile *p)
 	uint64_t *addrs;
 	char **names;
 
-	if (!p->kstacks.len || p->knames.len)
+	if (!p->kstacks.len)
 		return;
 	addrs = kernel_addresses(p, &n);
 	names = calloc(n + 1, sizeof(*names));
-	if (addrs && names) {
+	if (addrs && names && n) { /* a daemon's later intervals often name none anew */
 		ksyms_resolve("/proc/kallsyms", addrs, n, names);
 		for (size_t i = 0; i < n; i++)
 			if (names[i] && hmap_put(&p->knames, &addrs[i], sizeof(addrs[i]), names[i]))
@@ -406,4 +408,37 @@ size_t profile_nprocs_seen(const struct profile *p)
 	hmap_for_each(&p->procs, s)
 		n += ((struct pproc *)s->val)->samples > 0;
 	return n;
+}
+
+void profile_reset_counts(struct profile *p)
+{
+	hmap_free(&p->samples, free);
+	hmap_free(&p->kstacks, free); /* the samples held the only references */
+	hmap_free(&p->threads, free);
+	memset(&p->samples, 0, sizeof(p->samples));
+	memset(&p->kstacks, 0, sizeof(p->kstacks));
+	memset(&p->threads, 0, sizeof(p->threads));
+	hmap_for_each(&p->procs, s)
+		((struct pproc *)s->val)->samples = 0;
+	p->total = p->unattributed = p->unresolved_frames = 0;
+}
+
+int profile_forget_proc(struct profile *p, int pid)
+{
+	struct hmap keep = { 0 };
+	int rc = 0;
+
+	if (p->samples.len)
+		return -1; /* samples may point at its stacks */
+	hmap_for_each(&p->procs, s) {
+		struct pproc *pp = s->val;
+
+		if (pp->pid == pid)
+			free_proc(pp);
+		else if (hmap_put(&keep, &pp->pid, sizeof(pp->pid), pp))
+			rc = -1;
+	}
+	hmap_free(&p->procs, NULL);
+	p->procs = keep;
+	return rc;
 }

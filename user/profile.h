@@ -57,6 +57,8 @@ struct pproc {
 	uint64_t samples;
 	struct hmap code;            /* (gen, code address, check) -> struct pyfunc * */
 	struct hmap stacks;          /* (gen, stack hash) -> struct pstack * */
+	void **owned;                /* its stacks and functions, freed with it */
+	size_t nowned, capowned;
 };
 
 struct profile {
@@ -69,8 +71,6 @@ struct profile {
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
 	struct native *nat;          /* names native frames (NULL: none were taken) */
-	void **owned;                /* stacks and functions, freed at the end */
-	size_t nowned, capowned;
 };
 
 void profile_init(struct profile *p);
@@ -103,6 +103,13 @@ struct psample **profile_samples(const struct profile *p, size_t *n);
 void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm);
 /* Name of thread tid as the kernel knew it, or "?". */
 const char *profile_thread_name(const struct profile *p, uint32_t tid);
+/* Start a new interval (daemon): counts, samples, kernel stacks and thread
+ * names go; processes, their stacks and names stay, so keys the sampler
+ * announced earlier are still known. */
+void profile_reset_counts(struct profile *p);
+/* Free everything kept for pid (it exited, or exec'ed: the loader sets it up
+ * again).  Only between intervals: -1 if samples are held. */
+int profile_forget_proc(struct profile *p, int pid);
 /* Number of processes with at least one sample. */
 size_t profile_nprocs_seen(const struct profile *p);
 
