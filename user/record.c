@@ -39,12 +39,18 @@
 #define BACKOFF_FIRST_NS (10ull * 1000 * 1000)
 #define BACKOFF_MAX_NS (30ull * 1000 * 1000 * 1000)
 #define CHILD_GRACE_NS (5ull * 1000 * 1000 * 1000)
+#define PRUNE_EVERY_NS (30ull * 1000 * 1000 * 1000)
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, hup_signal;
 
 static void on_stop_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+static void on_hup_signal(int sig)
+{
+	hup_signal = sig;
 }
 
 struct pid_state {
@@ -126,6 +132,10 @@ static void classify(struct recorder *r, int pid)
 
 	switch (pyproc_inspect(pid, &py, err, sizeof(err))) {
 	case PYPROC_OK:
+		if (r->o->want && !r->o->want(r->o->cb_ctx, pid)) {
+			sampler_skip(r->s, pid, UINT64_MAX); /* asked again if it execs */
+			return;
+		}
 		if (r->o->verbose)
 			fprintf(stderr, "pyperf-bpf: pid %d: Python %d.%d, %s, offsets from %s\n", pid,
 				py.major, py.minor, py.binary, py.debug_offsets ? "_Py_DebugOffsets" : "table");
@@ -329,7 +339,7 @@ static bool any_pid_alive(const struct record_opts *o)
 	return false;
 }
 
-static void install_signals(void)
+static void install_signals(const struct record_opts *o)
 {
 	struct sigaction sa;
 
@@ -338,16 +348,35 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);  /* a closed terminal still gets its profile */
 	sigaction(SIGQUIT, &sa, NULL);
+	/* a closed terminal still gets its profile; a daemon reloads */
+	sa.sa_handler = o->on_hup ? on_hup_signal : on_stop_signal;
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Forget what was noted of processes that are gone (a long run on a busy
+ * host sees many short-lived ones). */
+static void prune_pid_states(struct recorder *r)
+{
+	struct hmap keep = { 0 };
+
+	hmap_for_each(&r->pids, e) {
+		int pid;
+
+		memcpy(&pid, e->key, sizeof(pid));
+		if ((kill(pid, 0) && errno == ESRCH) || hmap_put(&keep, &pid, sizeof(pid), e->val))
+			free(e->val);
+	}
+	hmap_free(&r->pids, NULL);
+	r->pids = keep;
 }
 
 static void run_loop(struct recorder *r, uint64_t start)
 {
 	const struct record_opts *o = r->o;
 	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
-	uint64_t next_drain = start + DRAIN_EVERY_NS;
+	uint64_t next_drain = start + DRAIN_EVERY_NS, next_prune = start + PRUNE_EVERY_NS;
 
 	while (!stop_signal) {
 		uint64_t now;
@@ -357,8 +386,21 @@ static void run_loop(struct recorder *r, uint64_t start)
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
 			next_drain = now + DRAIN_EVERY_NS;
-			if (o->on_drain)
-				o->on_drain(o->cb_ctx, &r->prof, (now - start) / 1e9);
+			if (o->on_drain) {
+				uint64_t st[STAT_NR];
+
+				sampler_stats(r->s, st);
+				o->on_drain(o->cb_ctx, &r->prof, st, (now - start) / 1e9, false);
+			}
+			if (now >= next_prune) {
+				prune_pid_states(r);
+				next_prune = now + PRUNE_EVERY_NS;
+			}
+		}
+		if (hup_signal) {
+			hup_signal = 0;
+			if (o->on_hup)
+				o->on_hup(o->cb_ctx);
 		}
 		if (o->should_stop && o->should_stop(o->cb_ctx)) {
 			if (r->child > 0 && !reap_child(r, WNOHANG))
@@ -494,7 +536,7 @@ int record_run(const struct record_opts *o)
 	memset(&r, 0, sizeof(r));
 	r.o = o;
 	profile_init(&r.prof);
-	install_signals();
+	install_signals(o);
 	if (sampler_check_privileges(err, sizeof(err)) || open_outputs(&r, err, sizeof(err)))
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
@@ -545,6 +587,13 @@ int record_run(const struct record_opts *o)
 		double secs = (monotonic_ns() - start) / 1e9;
 
 		double loop = cpu_seconds(NULL) - loop_cpu;
+
+		if (o->on_drain) {
+			uint64_t st[STAT_NR];
+
+			sampler_stats(r.s, st);
+			o->on_drain(o->cb_ctx, &r.prof, st, secs, true);
+		}
 
 		if (write_profile(&r, secs, err, sizeof(err)))
 			goto fail;

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define RECORD_MAX_OUTPUTS 8
 
@@ -28,11 +29,18 @@ struct record_opts {
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
-	/* live views (top): called after each drain of the sampler's counts,
-	 * about every second, with the profile so far; and every turn of the
-	 * loop (about every 100 ms): true stops the recording */
-	void (*on_drain)(void *ctx, const struct profile *prof, double elapsed_s);
+	/* Live views (top) and the daemon.  on_drain: after each drain of the
+	 * sampler's counts (about every second), with the profile so far and
+	 * the sampler's counters (enum stat_idx, since the start); once
+	 * more with final set after sampling stopped.  should_stop: every turn
+	 * of the loop (about every 100 ms); true stops the recording.  want: a
+	 * CPython process was found; false leaves it alone (until it execs).
+	 * on_hup: SIGHUP was received (without it, SIGHUP stops the recording). */
+	void (*on_drain)(void *ctx, struct profile *prof, const uint64_t *sampler_stats,
+			 double elapsed_s, bool final);
 	bool (*should_stop)(void *ctx);
+	bool (*want)(void *ctx, int pid);
+	void (*on_hup)(void *ctx);
 	void *cb_ctx;
 };
 

@@ -150,7 +150,8 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	fflush(stdout);
 }
 
-static void on_drain(void *ctx, const struct profile *prof, double elapsed)
+static void on_drain(void *ctx, struct profile *prof, const uint64_t *stats, double elapsed,
+		     bool final)
 {
 	struct top *t = ctx;
 	size_t n, nrows = 0;
@@ -158,6 +159,8 @@ static void on_drain(void *ctx, const struct profile *prof, double elapsed)
 	struct sbuf b = { 0 };
 	struct row *rows;
 
+	if (final)
+		return; /* the view closes */
 	if (!t->entered)
 		term_enter(t); /* now that the recording runs: errors before it stay readable */
 	v = profile_samples(prof, &n);
