@@ -1,6 +1,7 @@
 /* main.c - the pyperf-bpf command line.  Parses and checks options, then hands
  * over to the command (record.c).  Every bad input ends here with one line on
  * stderr and exit status 2, before anything is loaded or written. */
+#include "daemon.h"
 #include "dump.h"
 #include "output.h"
 #include "nsym.h"
@@ -361,8 +362,7 @@ int main(int argc, char **argv)
 	} else if (argc > 1 && !strcmp(argv[1], "top")) {
 		return top_main(argc - 1, argv + 1);
 	} else if (argc > 1 && !strcmp(argv[1], "daemon")) {
-		fprintf(stderr, "pyperf-bpf: '%s' is not implemented yet\n", argv[1]);
-		return 2;
+		return daemon_main(argc - 1, argv + 1);
 	} else if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("pyperf-bpf %s\n", VERSION);
 		return 0;

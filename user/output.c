@@ -42,6 +42,20 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 		sb_puts(b, "[incomplete];");  /* the walk met unreadable memory */
 }
 
+struct psample **out_samples(const struct out_ctx *c, size_t *n)
+{
+	struct psample **v = profile_samples(c->prof, n);
+	size_t k = 0;
+
+	if (!v || !c->pid)
+		return v;
+	for (size_t i = 0; i < *n; i++)
+		if (v[i]->stack->pid == (uint32_t)c->pid)
+			v[k++] = v[i];
+	*n = k;
+	return v;
+}
+
 const char out_format_names[] = "report, folded, svg, pprof, speedscope";
 
 int out_format_parse(const char *name)

@@ -411,10 +411,12 @@ void spool_configure(struct spool *s, uint64_t max_bytes, const char *url)
 	pthread_mutex_unlock(&s->lock);
 }
 
-void spool_close(struct spool *s, double timeout_s)
+size_t spool_close(struct spool *s, double timeout_s)
 {
+	size_t left = 0;
+
 	if (!s)
-		return;
+		return 0;
 	if (s->started) {
 		pthread_mutex_lock(&s->lock);
 		s->stopping = true;
@@ -423,6 +425,8 @@ void spool_close(struct spool *s, double timeout_s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->thread, NULL);
 	}
+	free(list(s, &left));
 	free(s->url);
 	free(s);
+	return left;
 }

@@ -36,7 +36,8 @@ void spool_get_stats(struct spool *s, struct spool_stats *st);
 /* Change the limit or the server (SIGHUP). */
 void spool_configure(struct spool *s, uint64_t max_bytes, const char *url);
 /* Try for up to timeout_s to send what is queued, then stop the uploader.
- * What was not sent stays in the directory for the next start. */
-void spool_close(struct spool *s, double timeout_s);
+ * What was not sent stays in the directory for the next start; returns how
+ * many profiles that is. */
+size_t spool_close(struct spool *s, double timeout_s);
 
 #endif

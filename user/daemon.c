@@ -1,0 +1,884 @@
+/* daemon.c - `pyperf-bpf daemon`: a recording that never ends, cut into
+ * intervals.
+ *
+ * It is record.c's whole-host recording at a low rate, with hooks:
+ *   want      a new CPython process was found: keep it if it matches --match
+ *             (comm or command line) and --cgroup, and note its application
+ *             name (the target's $PYPERF_SERVICE, else its script or module);
+ *   on_drain  every second; when an interval is over (or the daemon stops),
+ *             write one pprof per process that has samples to the sinks,
+ *             log the --stats line, start the next interval with the
+ *             profile's counts reset, and forget processes that are gone;
+ *   on_hup    reopen the log file and reload the configuration.
+ * Sinks: --dir keeps files named APP-PID-TIME.pb.gz, pruned to --keep files
+ * and --keep-bytes; --push queues each profile in the spool (spool.c), whose
+ * thread sends them in order.  A profile is written before the counts that
+ * made it are dropped, so a process that exits mid-interval keeps its
+ * samples, named.
+ *
+ * Options come from, in increasing precedence: defaults, the --config file
+ * (`key = value` lines, keys are the long option names), the command line.
+ * SIGHUP re-reads the file and applies the command line over it again. */
+#include "daemon.h"
+#include "dlog.h"
+#include "nsym.h"
+#include "outfile.h"
+#include "output.h"
+#include "profile.h"
+#include "record.h"
+#include "spool.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define APP_LEN 64
+#define MAX_SETTINGS 64
+
+struct daemon_cfg {
+	int freq;
+	double interval;
+	char match[512];             /* POSIX extended regex; "" all */
+	char cgroup[512];            /* cgroup v2 path; "" all */
+	char dir[1024];              /* pprof files; "" none */
+	long keep;
+	uint64_t keep_bytes;
+	char push[1024];             /* server URL; "" none */
+	char spool[1024];
+	uint64_t spool_bytes;
+	char app_env[128];
+	char log[1024];              /* "" stderr */
+	bool stats, no_kernel, python_only;
+};
+
+struct setting {
+	const char *key, *value;
+};
+
+struct app {
+	char name[APP_LEN];
+};
+
+struct daemon {
+	struct daemon_cfg cfg;
+	const char *config_path;
+	struct setting args[MAX_SETTINGS]; /* from the command line, in order */
+	int nargs;
+	regex_t re;
+	bool have_re;
+	struct spool *spool;
+	struct hmap apps;            /* pid -> struct app */
+	char host[256];
+	double interval_start;       /* seconds since the recording started */
+	uint64_t interval_unix_ns;   /* wall-clock time of that */
+	uint64_t prev_stats[STAT_NR];
+	double prev_cpu;
+	uint64_t prev_sent_bytes, prev_dropped;
+	uint64_t intervals;
+};
+
+static void defaults(struct daemon_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->freq = 19;
+	c->interval = 60;
+	c->keep = 1440;
+	c->keep_bytes = 1ull << 30;
+	snprintf(c->spool, sizeof(c->spool), "/var/lib/pyperf-bpf/spool");
+	c->spool_bytes = 256ull << 20;
+	snprintf(c->app_env, sizeof(c->app_env), "PYPERF_SERVICE");
+}
+
+/* ---- options ---- */
+
+static bool parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		return false;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': v *= 1024; end++; break;
+	case 'M': v *= 1024 * 1024; end++; break;
+	case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (toupper((unsigned char)*end) == 'B')
+		end++;
+	if (*end || v > 1e15)
+		return false;
+	*out = (uint64_t)v;
+	return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+	if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "1") || !*s)
+		*out = true;
+	else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "0"))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+static int set_str(char *dst, size_t len, const char *v, const char *key, char *err, size_t errlen)
+{
+	if (strlen(v) >= len) {
+		snprintf(err, errlen, "%s: too long", key);
+		return -1;
+	}
+	snprintf(dst, len, "%s", v);
+	return 0;
+}
+
+/* Apply one setting; 0, or -1 with a message. */
+static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err, size_t errlen)
+{
+	char *end;
+	double d;
+	long l;
+
+#define STR(name, field) \
+	if (!strcmp(key, name)) \
+		return set_str(c->field, sizeof(c->field), v, key, err, errlen)
+	STR("match", match);
+	STR("cgroup", cgroup);
+	STR("dir", dir);
+	STR("push", push);
+	STR("spool", spool);
+	STR("app-env", app_env);
+	STR("log", log);
+#undef STR
+	errno = 0;
+	if (!strcmp(key, "frequency")) {
+		l = strtol(v, &end, 10);
+		if (errno || end == v || *end || l < 1 || l > 1000)
+			goto bad;
+		c->freq = (int)l;
+	} else if (!strcmp(key, "interval")) {
+		d = strtod(v, &end);
+		if (errno || end == v || *end || !isfinite(d) || d < 1 || d > 86400)
+			goto bad;
+		c->interval = d;
+	} else if (!strcmp(key, "keep")) {
+		l = strtol(v, &end, 10);
+		if (errno || end == v || *end || l < 1)
+			goto bad;
+		c->keep = l;
+	} else if (!strcmp(key, "keep-bytes")) {
+		if (!parse_size(v, &c->keep_bytes) || !c->keep_bytes)
+			goto bad;
+	} else if (!strcmp(key, "spool-bytes")) {
+		if (!parse_size(v, &c->spool_bytes) || !c->spool_bytes)
+			goto bad;
+	} else if (!strcmp(key, "stats")) {
+		if (!parse_bool(v, &c->stats))
+			goto bad;
+	} else if (!strcmp(key, "no-kernel")) {
+		if (!parse_bool(v, &c->no_kernel))
+			goto bad;
+	} else if (!strcmp(key, "python-only")) {
+		if (!parse_bool(v, &c->python_only))
+			goto bad;
+	} else {
+		snprintf(err, errlen, "unknown setting '%s'", key);
+		return -1;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: bad value '%s'", key, v);
+	return -1;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+/* `key = value` lines; # starts a comment line */
+static int apply_file(struct daemon_cfg *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char line[2048], msg[512];
+	int lineno = 0;
+
+	if (!f) {
+		snprintf(err, errlen, "config %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *l = trim(line), *eq, *key, *val;
+
+		lineno++;
+		if (!*l || *l == '#')
+			continue;
+		eq = strchr(l, '=');
+		if (!eq) {
+			snprintf(err, errlen, "config %s:%d: expected key = value", path, lineno);
+			fclose(f);
+			return -1;
+		}
+		*eq = 0;
+		key = trim(l);
+		val = trim(eq + 1);
+		if (apply(c, key, val, msg, sizeof(msg))) {
+			snprintf(err, errlen, "config %s:%d: %s", path, lineno, msg);
+			fclose(f);
+			return -1;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
+{
+	regex_t re;
+
+	if (!c->dir[0] && !c->push[0]) {
+		snprintf(err, errlen, "no sink: give --dir DIR and/or --push URL");
+		return -1;
+	}
+	if (c->push[0] && strncmp(c->push, "http://", 7) && strncmp(c->push, "https://", 8)) {
+		snprintf(err, errlen, "--push: not an http:// or https:// URL: '%.300s'", c->push);
+		return -1;
+	}
+	if (c->match[0]) {
+		if (regcomp(&re, c->match, REG_EXTENDED | REG_NOSUB)) {
+			snprintf(err, errlen, "--match: not a regular expression: '%s'", c->match);
+			return -1;
+		}
+		regfree(&re);
+	}
+	return 0;
+}
+
+/* defaults, then the config file, then the command line */
+static int load_cfg(const struct daemon *d, struct daemon_cfg *c, char *err, size_t errlen)
+{
+	char msg[512];
+
+	defaults(c);
+	if (d->config_path && apply_file(c, d->config_path, err, errlen))
+		return -1;
+	for (int i = 0; i < d->nargs; i++)
+		if (apply(c, d->args[i].key, d->args[i].value, msg, sizeof(msg))) {
+			snprintf(err, errlen, "--%.500s", msg);
+			return -1;
+		}
+	return check_cfg(c, err, errlen);
+}
+
+static void usage(void)
+{
+	printf("usage: pyperf-bpf daemon [--config FILE] [options]\n"
+	       "\n"
+	       "Profile every CPython process on the host continuously, at a low rate, and\n"
+	       "write one pprof profile per process and interval to a directory and/or a\n"
+	       "Pyroscope-compatible server.  SIGTERM/SIGINT write the current interval and\n"
+	       "exit; SIGHUP reopens the log and reloads the configuration.\n"
+	       "\n"
+	       "  -c, --config FILE        settings as `key = value` lines (keys: the long\n"
+	       "                           options below); the command line wins\n"
+	       "  -F, --frequency HZ       samples per second per CPU (default 19)\n"
+	       "  -i, --interval SECONDS   one profile per process per interval (default 60)\n"
+	       "      --match REGEX        only processes whose name or command line matches\n"
+	       "      --cgroup PATH        only processes in this cgroup (v2) or below it\n"
+	       "      --dir DIR            write APP-PID-TIME.pb.gz files here\n"
+	       "      --keep N             keep at most N files in DIR (default 1440)\n"
+	       "      --keep-bytes SIZE    and at most SIZE bytes (default 1G)\n"
+	       "      --push URL           send to this server's /ingest (Pyroscope API)\n"
+	       "      --spool DIR          where profiles wait to be sent\n"
+	       "                           (default /var/lib/pyperf-bpf/spool)\n"
+	       "      --spool-bytes SIZE   spool limit; beyond it the oldest are dropped\n"
+	       "                           (default 256M)\n"
+	       "      --app-env NAME       the target's variable naming its application\n"
+	       "                           (default PYPERF_SERVICE; else its script or module)\n"
+	       "      --stats              log one line of figures per interval\n"
+	       "      --log FILE           log here instead of stderr\n"
+	       "      --no-kernel          no kernel frames\n"
+	       "      --python-only        Python frames only\n");
+}
+
+static int parse_args(struct daemon *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "match", required_argument, NULL, 0 },
+		{ "cgroup", required_argument, NULL, 0 },
+		{ "dir", required_argument, NULL, 0 },
+		{ "keep", required_argument, NULL, 0 },
+		{ "keep-bytes", required_argument, NULL, 0 },
+		{ "push", required_argument, NULL, 0 },
+		{ "spool", required_argument, NULL, 0 },
+		{ "spool-bytes", required_argument, NULL, 0 },
+		{ "app-env", required_argument, NULL, 0 },
+		{ "log", required_argument, NULL, 0 },
+		{ "stats", no_argument, NULL, 0 },
+		{ "no-kernel", no_argument, NULL, 0 },
+		{ "python-only", no_argument, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, idx;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:F:i:h", opts, &idx)) != -1) {
+		const char *key;
+
+		switch (c) {
+		case 'c':
+			d->config_path = optarg;
+			continue;
+		case 'h':
+			usage();
+			exit(0);
+		case 'F':
+			key = "frequency";
+			break;
+		case 'i':
+			key = "interval";
+			break;
+		case 0:
+			key = opts[idx].name;
+			break;
+		default:
+			fprintf(stderr, "pyperf-bpf: daemon: unknown or incomplete option '%s' (see "
+				"pyperf-bpf daemon --help)\n", argv[optind - 1]);
+			return -1;
+		}
+		if (d->nargs == MAX_SETTINGS) {
+			fprintf(stderr, "pyperf-bpf: daemon: too many options\n");
+			return -1;
+		}
+		d->args[d->nargs].key = key;
+		d->args[d->nargs++].value = optarg ? optarg : "true";
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pyperf-bpf: daemon: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- which processes, and their application names ---- */
+
+static bool read_file(const char *path, char *buf, size_t len, size_t *got)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	*got = fread(buf, 1, len - 1, f);
+	buf[*got] = 0;
+	fclose(f);
+	return true;
+}
+
+static bool in_cgroup(int pid, const char *want)
+{
+	char path[64], buf[4096], *line, *save = NULL;
+	size_t n, wl = strlen(want);
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (!read_file(path, buf, sizeof(buf), &n))
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue; /* the unified (v2) hierarchy only */
+		line += 3;
+		while (wl > 1 && want[wl - 1] == '/')
+			wl--;
+		if (!strncmp(line, want, wl) && (line[wl] == 0 || line[wl] == '/' || wl == 1))
+			return true;
+	}
+	return false;
+}
+
+static void clean_app(char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			*s = '_';
+}
+
+/* $app_env of the target, else the script or -m module it runs, else comm */
+static void app_name(const struct daemon *d, int pid, char *out, size_t len)
+{
+	static char buf[1 << 16];
+	char path[64], *args[64];
+	size_t n, envlen = strlen(d->cfg.app_env), nargs = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if (envlen && read_file(path, buf, sizeof(buf), &n)) {
+		for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+			if (!strncmp(buf + i, d->cfg.app_env, envlen) && buf[i + envlen] == '=' &&
+			    buf[i + envlen + 1]) {
+				snprintf(out, len, "%s", buf + i + envlen + 1);
+				clean_app(out);
+				return;
+			}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	if (read_file(path, buf, sizeof(buf), &n))
+		for (size_t i = 0; i < n && nargs < 64; i += strlen(buf + i) + 1)
+			args[nargs++] = buf + i;
+	for (size_t i = 1; i < nargs; i++) {
+		const char *a = args[i], *base, *dot;
+
+		if (!strcmp(a, "-m") && i + 1 < nargs) {
+			snprintf(out, len, "%s", args[i + 1]);
+			clean_app(out);
+			return;
+		}
+		if (!strcmp(a, "-c"))
+			break;
+		if (a[0] == '-') {
+			if ((!strcmp(a, "-W") || !strcmp(a, "-X")) && i + 1 < nargs)
+				i++; /* options with a separate value */
+			continue;
+		}
+		base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+		dot = strrchr(base, '.');
+		snprintf(out, len, "%.*s", (int)(dot && !strcmp(dot, ".py") ? dot - base : (long)strlen(base)),
+			 base);
+		if (!strcmp(out, "__main__") || !*out) /* a package run as a directory */
+			break;
+		clean_app(out);
+		return;
+	}
+	proc_comm(pid, out, len);
+	clean_app(out);
+}
+
+static bool want(void *ctx, int pid)
+{
+	struct daemon *d = ctx;
+	struct app *a;
+	char comm[64], cmdline[256];
+
+	if (d->have_re) {
+		proc_comm(pid, comm, sizeof(comm));
+		proc_cmdline(pid, cmdline, sizeof(cmdline));
+		if (regexec(&d->re, comm, 0, NULL, 0) && regexec(&d->re, cmdline, 0, NULL, 0))
+			return false;
+	}
+	if (d->cfg.cgroup[0] && !in_cgroup(pid, d->cfg.cgroup))
+		return false;
+	a = hmap_get(&d->apps, &pid, sizeof(pid));
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a || hmap_put(&d->apps, &pid, sizeof(pid), a)) {
+			free(a);
+			return true;
+		}
+	}
+	app_name(d, pid, a->name, sizeof(a->name)); /* anew: it may have exec'ed */
+	return true;
+}
+
+static const char *app_of(struct daemon *d, int pid)
+{
+	struct app *a = hmap_get(&d->apps, &pid, sizeof(pid));
+
+	return a && a->name[0] ? a->name : "python";
+}
+
+/* ---- writing an interval ---- */
+
+static uint64_t unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* pid's profile for the interval as gzipped pprof in a malloc'd buffer */
+static char *render_pprof(struct daemon *d, struct profile *prof, int pid, double secs,
+			  size_t *len)
+{
+	struct out_ctx c;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	memset(&c, 0, sizeof(c));
+	c.prof = prof;
+	c.lines = true;
+	c.duration_s = secs;
+	c.freq = d->cfg.freq;
+	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	c.title = app_of(d, pid);
+	c.start_unix_ns = d->interval_unix_ns;
+	c.pid = pid;
+	if (out_pprof(f, &c) || fclose(f)) {
+		if (f)
+			fclose(f);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void to_dir(struct daemon *d, const char *app, int pid, uint64_t end_ns, const char *data,
+		   size_t len)
+{
+	char path[2048], stamp[32], err[512];
+	time_t t = (time_t)(end_ns / 1000000000ull);
+	struct outfile o;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ.pb.gz", d->cfg.dir, app, pid, stamp,
+		 (unsigned long long)(end_ns / 1000000 % 1000));
+	if (outfile_open(&o, path, err, sizeof(err)) == 0) {
+		if (fwrite(data, 1, len, o.f) == len && outfile_commit(&o, err, sizeof(err)) == 0)
+			return;
+		if (o.f)
+			snprintf(err, sizeof(err), "cannot write %.300s: %s", path, strerror(errno));
+		outfile_discard(&o);
+	}
+	dlog(DLOG_ERR, "%s", err);
+}
+
+static void url_escape(const char *s, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 4 < len; s++) {
+		if (isalnum((unsigned char)*s) || strchr("-._~", *s))
+			out[n++] = *s;
+		else
+			n += (size_t)snprintf(out + n, len - n, "%%%02X", (unsigned char)*s);
+	}
+	out[n] = 0;
+}
+
+static void to_push(struct daemon *d, const char *app, int pid, uint64_t end_ns, const char *data,
+		    size_t len)
+{
+	char name[512], ename[1600], query[2048], err[512];
+
+	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d,service_name=%s}", app, d->host, pid, app);
+	url_escape(name, ename, sizeof(ename));
+	snprintf(query, sizeof(query), "name=%s&from=%llu&until=%llu&format=pprof&sampleRate=%d"
+		 "&spyName=pyperf-bpf", ename,
+		 (unsigned long long)(d->interval_unix_ns / 1000000000ull),
+		 (unsigned long long)((end_ns + 999999999ull) / 1000000000ull), d->cfg.freq);
+	if (spool_add(d->spool, query, data, len, err, sizeof(err)))
+		dlog(DLOG_ERR, "%s", err);
+}
+
+struct dfile {
+	char name[512];
+	struct timespec mtime;
+	uint64_t size;
+};
+
+static int cmp_dfile(const void *a, const void *b)
+{
+	const struct dfile *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* keep at most --keep files and --keep-bytes in --dir: the oldest go */
+static void prune_dir(struct daemon *d)
+{
+	DIR *dir = opendir(d->cfg.dir);
+	struct dfile *v = NULL;
+	size_t n = 0, cap = 0, removed = 0;
+	uint64_t total = 0;
+	struct dirent *e;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		size_t l = strlen(e->d_name);
+		char path[2048];
+		struct stat st;
+
+		if (e->d_name[0] == '.' || l < 7 || strcmp(e->d_name + l - 6, ".pb.gz") ||
+		    l >= sizeof(v->name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d->cfg.dir, e->d_name);
+		if (stat(path, &st) || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			struct dfile *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+		}
+		snprintf(v[n].name, sizeof(v[n].name), "%s", e->d_name);
+		v[n].mtime = st.st_mtim;
+		v[n].size = (uint64_t)st.st_size;
+		total += v[n++].size;
+	}
+	closedir(dir);
+	qsort(v, n, sizeof(*v), cmp_dfile);
+	for (size_t i = 0; i < n && (n - i > (size_t)d->cfg.keep || total > d->cfg.keep_bytes); i++) {
+		char path[2048];
+
+		snprintf(path, sizeof(path), "%s/%s", d->cfg.dir, v[i].name);
+		if (unlink(path) == 0)
+			removed++;
+		total -= v[i].size;
+	}
+	free(v);
+}
+
+static double own_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+static long rss_kb(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void log_stats(struct daemon *d, const struct profile *prof, size_t nprocs,
+		      uint64_t bytes, const uint64_t *st, double secs)
+{
+	struct spool_stats ss = { 0 };
+	double cpu = own_cpu();
+	uint64_t lost = st[STAT_MAP_FULL] - d->prev_stats[STAT_MAP_FULL] +
+			st[STAT_RINGBUF_FULL] - d->prev_stats[STAT_RINGBUF_FULL] + prof->unattributed;
+
+	if (d->spool)
+		spool_get_stats(d->spool, &ss);
+	dlog(DLOG_INFO, "stats: interval %.1f s, %llu samples, %zu processes, %llu dropped "
+	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
+	     "(%llu bytes), %llu profiles dropped, own CPU %.3f %%, RSS %.1f MB",
+	     secs, (unsigned long long)prof->total, nprocs, (unsigned long long)lost, (size_t)bytes,
+	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
+	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
+	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,
+	     secs > 0 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0, rss_kb() / 1024.0);
+	d->prev_sent_bytes = ss.sent_bytes;
+	d->prev_cpu = cpu;
+}
+
+/* processes that are gone: their names and stacks go too */
+static void forget_gone(struct daemon *d, struct profile *prof)
+{
+	int gone[256];
+	size_t n = 0;
+
+	hmap_for_each(&prof->procs, e) {
+		const struct pproc *pp = e->val;
+
+		if (n < 256 && kill(pp->pid, 0) && errno == ESRCH)
+			gone[n++] = pp->pid;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct app *a = hmap_get(&d->apps, &gone[i], sizeof(int));
+
+		profile_forget_proc(prof, gone[i]);
+		if (a)
+			a->name[0] = 0; /* hmap has no delete; a new process sets it again */
+	}
+}
+
+static void end_interval(struct daemon *d, struct profile *prof, const uint64_t *st,
+			 double elapsed)
+{
+	double secs = elapsed - d->interval_start;
+	uint64_t end_ns = unix_ns(), bytes = 0;
+	size_t nprocs = 0;
+
+	profile_name_kernel_stacks(prof);
+	hmap_for_each(&prof->procs, e) {
+		const struct pproc *pp = e->val;
+		size_t len;
+		char *data;
+
+		if (!pp->samples)
+			continue;
+		data = render_pprof(d, prof, pp->pid, secs, &len);
+		if (!data) {
+			dlog(DLOG_ERR, "pid %d: cannot write its profile: %s", pp->pid, strerror(errno));
+			continue;
+		}
+		nprocs++;
+		bytes += len;
+		if (d->cfg.dir[0])
+			to_dir(d, app_of(d, pp->pid), pp->pid, end_ns, data, len);
+		if (d->spool)
+			to_push(d, app_of(d, pp->pid), pp->pid, end_ns, data, len);
+		free(data);
+	}
+	if (d->cfg.dir[0])
+		prune_dir(d);
+	if (d->cfg.stats)
+		log_stats(d, prof, nprocs, bytes, st, secs);
+	memcpy(d->prev_stats, st, sizeof(d->prev_stats));
+	profile_reset_counts(prof);
+	forget_gone(d, prof);
+	d->interval_start = elapsed;
+	d->interval_unix_ns = end_ns;
+	d->intervals++;
+}
+
+static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double elapsed,
+		     bool final)
+{
+	struct daemon *d = ctx;
+
+	if (final || elapsed - d->interval_start >= d->cfg.interval - 0.5)
+		end_interval(d, prof, st, elapsed);
+}
+
+/* ---- SIGHUP ---- */
+
+static void use_cfg(struct daemon *d)
+{
+	if (d->have_re)
+		regfree(&d->re);
+	d->have_re = d->cfg.match[0] &&
+		     regcomp(&d->re, d->cfg.match, REG_EXTENDED | REG_NOSUB) == 0;
+}
+
+static void on_hup(void *ctx)
+{
+	struct daemon *d = ctx;
+	struct daemon_cfg c;
+	char err[1024];
+
+	if (dlog_reopen())
+		dlog(DLOG_ERR, "cannot reopen the log %s: %s", d->cfg.log, strerror(errno));
+	if (load_cfg(d, &c, err, sizeof(err))) {
+		dlog(DLOG_ERR, "reload: %s; the configuration is unchanged", err);
+		return;
+	}
+	if (c.freq != d->cfg.freq || c.no_kernel != d->cfg.no_kernel ||
+	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
+	    strcmp(c.spool, d->cfg.spool) || !c.push[0] != !d->cfg.push[0]) {
+		dlog(DLOG_WARN, "reload: frequency, frame kinds, log, spool directory and turning "
+		     "--push on or off take a restart; the rest is applied");
+		c.freq = d->cfg.freq;
+		c.no_kernel = d->cfg.no_kernel;
+		c.python_only = d->cfg.python_only;
+		memcpy(c.log, d->cfg.log, sizeof(c.log));
+		memcpy(c.spool, d->cfg.spool, sizeof(c.spool));
+		memcpy(c.push, d->cfg.push, sizeof(c.push));
+	}
+	if (d->spool)
+		spool_configure(d->spool, c.spool_bytes, c.push);
+	d->cfg = c;
+	use_cfg(d);
+	dlog(DLOG_INFO, "reloaded the configuration (applies to processes found from now on)");
+}
+
+static void free_app(void *v)
+{
+	free(v);
+}
+
+int daemon_main(int argc, char **argv)
+{
+	struct daemon d;
+	struct record_opts o;
+	char err[1024];
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	if (parse_args(&d, argc, argv))
+		return 2;
+	if (load_cfg(&d, &d.cfg, err, sizeof(err))) {
+		fprintf(stderr, "pyperf-bpf: daemon: %s\n", err);
+		return 2;
+	}
+	if (dlog_open(d.cfg.log[0] ? d.cfg.log : NULL)) {
+		fprintf(stderr, "pyperf-bpf: daemon: cannot open the log %s: %s\n", d.cfg.log,
+			strerror(errno));
+		return 1;
+	}
+	if (d.cfg.dir[0] && mkdir(d.cfg.dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "pyperf-bpf: daemon: --dir %s: %s\n", d.cfg.dir, strerror(errno));
+		return 1;
+	}
+	if (d.cfg.push[0] &&
+	    !(d.spool = spool_open(d.cfg.spool, d.cfg.spool_bytes, d.cfg.push, err, sizeof(err)))) {
+		fprintf(stderr, "pyperf-bpf: daemon: %s\n", err);
+		return 1;
+	}
+	use_cfg(&d);
+	gethostname(d.host, sizeof(d.host) - 1);
+	clean_app(d.host);
+	d.interval_unix_ns = unix_ns();
+	d.prev_cpu = own_cpu();
+	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	memset(&o, 0, sizeof(o));
+	o.freq = d.cfg.freq;
+	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
+	o.no_native = d.cfg.python_only;
+	o.top = 20;
+	o.on_drain = on_drain;
+	o.want = want;
+	o.on_hup = on_hup;
+	o.cb_ctx = &d;
+	if (getenv("PYPERF_UNWIND_ROWS"))
+		o.unwind_rows = strtoul(getenv("PYPERF_UNWIND_ROWS"), NULL, 10);
+	dlog(DLOG_INFO, "profiling CPython processes at %d Hz, one profile per process every %.0f s%s%s%s%s",
+	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,
+	     d.cfg.push[0] ? ", pushed to " : "", d.cfg.push);
+	rc = record_run(&o);
+	if (d.spool) {
+		size_t left = spool_close(d.spool, 5.0); /* a last try to send the rest */
+
+		if (left)
+			dlog(DLOG_WARN, "%zu profiles stay in the spool %s for the next start", left,
+			     d.cfg.spool);
+	}
+	dlog(DLOG_INFO, "stopped after %llu intervals", (unsigned long long)d.intervals);
+	if (d.have_re)
+		regfree(&d.re);
+	hmap_free(&d.apps, free_app);
+	return rc;
+}
