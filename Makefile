@@ -10,12 +10,12 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Ibpf -Iuser -I$(BUILD)
-LDLIBS := -lbpf -ldw -lelf -lz -lcurl -lstdc++
+LDLIBS := -lbpf -ldw -lelf -lz -lcurl -lprotobuf-c -lstdc++
 
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Wno-unused-function
 
 USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
-USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS)) $(BUILD)/user/profile.pb-c.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out tests/unit/linetable_check.c,$(wildcard tests/unit/test_*.c)))
 
 .PHONY: all clean test unit e2e bench install deps
@@ -31,7 +31,16 @@ $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c bpf/pyperf.h $(BUILD)/vmlinux.h
 $(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o
 	$(BPFTOOL) gen skeleton $< name pyperf_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.skel.h
+# pprof's message types, generated from user/profile.proto
+$(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h: user/profile.proto
+	@mkdir -p $(BUILD)
+	protoc-c --c_out=$(BUILD) -Iuser $<
+
+$(BUILD)/user/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -1,10 +1,458 @@
-/* out_pprof.c - placeholder, being written. */
+/* out_pprof.c - the profile as pprof: a gzip-compressed perftools.profiles
+ * Profile (user/profile.proto, encoded by protobuf-c), which Google's pprof,
+ * Pyroscope, Grafana, Parca and most continuous-profiling backends read.
+ *
+ * Values per sample: samples/count and cpu/nanoseconds (count x period, the
+ * period being 1e9 / frequency).  Each (stack, thread) sample carries the
+ * labels pid, thread_id (numbers), thread_name and process_name (strings);
+ * the process and thread are labels rather than root frames.  Locations are
+ * leaf first: kernel frames (file "[kernel.kallsyms]"), the merged Python and
+ * native frames, then a "[truncated]" or "[incomplete]" root frame when the
+ * walk missed the root side, as in the folded output.
+ *
+ * Python frames: one Function per code object (name: qualified name, file,
+ * first line), one Location per (function, current line), or per function
+ * with line 0 under --no-lines.  Native frames: one Function per symbol, one
+ * Location per symbol whose address is the symbol's ELF virtual address, in a
+ * Mapping per binary (its path, GNU build-id and the ELF address span of its
+ * executable segments).  The addresses are ELF addresses, not run-time ones,
+ * because one profile may span processes that loaded the binary at different
+ * places; the Mappings say has_functions, so readers use our names.
+ * Samples that become identical (--no-lines) are merged. */
 #include "output.h"
+#include "profile.pb-c.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+typedef Perftools__Profiles__Profile Profile;
+typedef Perftools__Profiles__ValueType ValueType;
+typedef Perftools__Profiles__Sample Sample;
+typedef Perftools__Profiles__Label Label;
+typedef Perftools__Profiles__Mapping Mapping;
+typedef Perftools__Profiles__Location Location;
+typedef Perftools__Profiles__Line Line;
+typedef Perftools__Profiles__Function Function;
+
+#define NLABELS 4
+
+/* a growing array of pointers */
+struct vec {
+	void **v;
+	size_t n, cap;
+};
+
+static int vec_push(struct vec *a, void *p)
+{
+	if (!p)
+		return -1;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		void **v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v) {
+			free(p);
+			return -1;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = p;
+	return 0;
+}
+
+struct builder {
+	const struct out_ctx *c;
+	struct vec strings;          /* char *, owned */
+	struct hmap string_ids;      /* string -> index + 1 */
+	struct vec funcs, locs, lines, maps, samples, labels;
+	struct hmap func_ids;        /* key -> id */
+	struct hmap loc_ids;
+	struct hmap map_ids;         /* struct pybin * -> id */
+	struct hmap sample_ids;      /* (pid, tid, location ids) -> Sample * */
+	bool failed;
+};
+
+static int64_t str_id(struct builder *b, const char *s)
+{
+	size_t len = strlen(s) + 1; /* with the NUL: "" is a key too */
+	uintptr_t id = (uintptr_t)hmap_get(&b->string_ids, s, len);
+	char *copy;
+
+	if (id)
+		return (int64_t)id - 1;
+	copy = strdup(s);
+	id = b->strings.n + 1;
+	if (vec_push(&b->strings, copy) || hmap_put(&b->string_ids, s, len, (void *)id)) {
+		b->failed = true;
+		return 0;
+	}
+	return (int64_t)id - 1;
+}
+
+/* the id of the Function (kind, name, file, first line), made on first use */
+static uint64_t func_id(struct builder *b, char kind, const char *name, const char *file,
+			int firstline)
+{
+	size_t nl = strlen(name), fl = strlen(file), klen = 1 + sizeof(int) + nl + 1 + fl;
+	char *key = malloc(klen);
+	uintptr_t id;
+	Function *f;
+
+	if (!key) {
+		b->failed = true;
+		return 0;
+	}
+	key[0] = kind;
+	memcpy(key + 1, &firstline, sizeof(int));
+	memcpy(key + 1 + sizeof(int), name, nl + 1);
+	memcpy(key + 1 + sizeof(int) + nl + 1, file, fl);
+	id = (uintptr_t)hmap_get(&b->func_ids, key, klen);
+	if (!id) {
+		f = malloc(sizeof(*f));
+		if (f) {
+			perftools__profiles__function__init(f);
+			f->id = b->funcs.n + 1;
+			f->name = f->system_name = str_id(b, name);
+			f->filename = str_id(b, file);
+			f->start_line = firstline;
+		}
+		id = b->funcs.n + 1;
+		if (vec_push(&b->funcs, f) || hmap_put(&b->func_ids, key, klen, (void *)id))
+			b->failed = true;
+	}
+	free(key);
+	return id;
+}
+
+static uint64_t map_id(struct builder *b, const struct pybin *bin)
+{
+	uintptr_t id = (uintptr_t)hmap_get(&b->map_ids, &bin, sizeof(bin));
+	Mapping *m;
+
+	if (id)
+		return id;
+	m = malloc(sizeof(*m));
+	if (m) {
+		perftools__profiles__mapping__init(m);
+		m->id = b->maps.n + 1;
+		m->memory_start = bin->lo;
+		m->memory_limit = bin->hi;
+		m->file_offset = bin->offset;
+		m->filename = str_id(b, bin->path);
+		m->build_id = str_id(b, bin->build_id);
+		m->has_functions = m->has_filenames = true;
+	}
+	id = b->maps.n + 1;
+	if (vec_push(&b->maps, m) || hmap_put(&b->map_ids, &bin, sizeof(bin), (void *)id))
+		b->failed = true;
+	return id;
+}
+
+struct loc_key {
+	uint64_t func;
+	int64_t line;
+	uint64_t mapping, address;
+};
+
+static uint64_t loc_id(struct builder *b, uint64_t func, int64_t line, uint64_t mapping,
+		       uint64_t address)
+{
+	struct loc_key k = { func, line, mapping, address };
+	uintptr_t id = (uintptr_t)hmap_get(&b->loc_ids, &k, sizeof(k));
+	Location *l;
+	Line *ln;
+
+	if (id)
+		return id;
+	l = malloc(sizeof(*l));
+	ln = malloc(sizeof(*ln));
+	if (l && ln) {
+		perftools__profiles__location__init(l);
+		perftools__profiles__line__init(ln);
+		ln->function_id = func;
+		ln->line = line;
+		l->id = b->locs.n + 1;
+		l->mapping_id = mapping;
+		l->address = address;
+		l->n_line = 1;
+		l->line = malloc(sizeof(*l->line));
+		if (l->line)
+			l->line[0] = ln;
+	}
+	if (!l || !ln || !l->line) {
+		if (l)
+			free(l->line);
+		free(l);
+		free(ln);
+		b->failed = true;
+		return 0;
+	}
+	id = b->locs.n + 1;
+	if (vec_push(&b->lines, ln) || vec_push(&b->locs, l) ||
+	    hmap_put(&b->loc_ids, &k, sizeof(k), (void *)id))
+		b->failed = true;
+	return id;
+}
+
+static uint64_t frame_loc(struct builder *b, const struct pframe *f)
+{
+	const struct pyfunc *fn = f->fn;
+	uint64_t id;
+
+	switch (fn->kind) {
+	case FN_PYTHON:
+		id = func_id(b, 'p', fn->name, fn->file, fn->firstlineno);
+		return loc_id(b, id, b->c->lines ? pyfunc_line(fn, f->instr) : 0, 0, 0);
+	case FN_MARK:
+		return loc_id(b, func_id(b, 'm', fn->name, "", 0), 0, 0, 0);
+	default: /* native */
+		id = func_id(b, 'n', fn->name, fn->bin ? fn->bin->path : fn->file, 0);
+		if (fn->bin)
+			return loc_id(b, id, 0, map_id(b, fn->bin), fn->addr);
+		return loc_id(b, id, 0, 0, 0);
+	}
+}
+
+static Label *new_label(struct builder *b, const char *key, const char *str, int64_t num)
+{
+	Label *l = malloc(sizeof(*l));
+
+	if (!l || vec_push(&b->labels, l)) {
+		b->failed = true;
+		return NULL;
+	}
+	perftools__profiles__label__init(l);
+	l->key = str_id(b, key);
+	if (str)
+		l->str = str_id(b, str);
+	else
+		l->num = num;
+	return l;
+}
+
+static Sample *new_sample(struct builder *b, const struct psample *s, const uint64_t *ids,
+			  size_t n)
+{
+	const struct pproc *pp = hmap_get(&b->c->prof->procs, &s->stack->pid, sizeof(int));
+	Sample *x = calloc(1, sizeof(*x));
+
+	if (!x || vec_push(&b->samples, x)) {
+		b->failed = true;
+		return NULL;
+	}
+	perftools__profiles__sample__init(x);
+	x->location_id = malloc((n + 1) * sizeof(*x->location_id));
+	x->value = calloc(2, sizeof(*x->value));
+	x->label = malloc(NLABELS * sizeof(*x->label));
+	if (!x->location_id || !x->value || !x->label) {
+		b->failed = true;
+		return x;
+	}
+	memcpy(x->location_id, ids, n * sizeof(*ids));
+	x->n_location_id = n;
+	x->n_value = 2;
+	x->label[0] = new_label(b, "pid", NULL, s->stack->pid);
+	x->label[1] = new_label(b, "thread_id", NULL, s->tid);
+	x->label[2] = new_label(b, "thread_name", profile_thread_name(b->c->prof, s->tid), 0);
+	x->label[3] = new_label(b, "process_name", pp ? pp->comm : "?", 0);
+	x->n_label = b->failed ? 0 : NLABELS;
+	return x;
+}
+
+/* count s under its locations, merged with an identical earlier sample */
+static void add_sample(struct builder *b, const struct psample *s, uint64_t *key, size_t n,
+		       int64_t period)
+{
+	size_t klen = (n + 2) * sizeof(*key);
+	Sample *x;
+
+	key[n] = s->stack->pid;
+	key[n + 1] = s->tid;
+	x = hmap_get(&b->sample_ids, key, klen);
+	if (!x) {
+		x = new_sample(b, s, key, n);
+		if (!x || b->failed || hmap_put(&b->sample_ids, key, klen, x)) {
+			b->failed = true;
+			return;
+		}
+	}
+	x->value[0] += (int64_t)s->count;
+	x->value[1] += (int64_t)s->count * period;
+}
+
+static void add_samples(struct builder *b, int64_t period)
+{
+	size_t n, cap = PYPERF_KSTACK_DEPTH + PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 8;
+	struct psample **v = out_samples(b->c, &n);
+	uint64_t *ids = malloc(cap * sizeof(*ids));
+
+	if (!v || !ids) {
+		b->failed = true;
+		goto out;
+	}
+	for (size_t i = 0; i < n && !b->failed; i++) {
+		const struct psample *s = v[i];
+		size_t k = 0;
+
+		for (uint32_t j = 0; s->kstack && j < s->kstack->n && k < cap - 4; j++)
+			ids[k++] = loc_id(b, func_id(b, 'k', s->kstack->names[j], "[kernel.kallsyms]", 0),
+					  0, 0, 0);
+		for (uint32_t j = 0; j < s->stack->nframes && k < cap - 4; j++)
+			ids[k++] = frame_loc(b, &s->stack->frames[j]);
+		if (s->stack->flags & STACK_BAD_READ)
+			ids[k++] = loc_id(b, func_id(b, 'm', "[incomplete]", "", 0), 0, 0, 0);
+		if (s->stack->flags & STACK_TRUNCATED)
+			ids[k++] = loc_id(b, func_id(b, 'm', "[truncated]", "", 0), 0, 0, 0);
+		add_sample(b, s, ids, k, period);
+	}
+out:
+	free(ids);
+	free(v);
+}
+
+static ValueType *value_type(struct builder *b, const char *type, const char *unit)
+{
+	ValueType *t = malloc(sizeof(*t));
+
+	if (!t) {
+		b->failed = true;
+		return NULL;
+	}
+	perftools__profiles__value_type__init(t);
+	t->type = str_id(b, type);
+	t->unit = str_id(b, unit);
+	return t;
+}
+
+/* gzip (mtime 0, so equal profiles give equal files) and write */
+static int write_gzip(FILE *f, const uint8_t *data, size_t len)
+{
+	z_stream z;
+	uint8_t out[16384];
+	int rc;
+
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		errno = ENOMEM;
+		return -1;
+	}
+	z.next_in = (uint8_t *)data;
+	z.avail_in = (uInt)len;
+	do {
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		rc = deflate(&z, Z_FINISH);
+		if (rc == Z_STREAM_ERROR ||
+		    fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
+			deflateEnd(&z);
+			if (!errno)
+				errno = EIO;
+			return -1;
+		}
+	} while (rc != Z_STREAM_END);
+	deflateEnd(&z);
+	return 0;
+}
+
+static void free_vec(struct vec *a, void (*fn)(void *))
+{
+	for (size_t i = 0; i < a->n; i++)
+		fn(a->v[i]);
+	free(a->v);
+}
+
+static void free_location(void *p)
+{
+	free(((Location *)p)->line);
+	free(p);
+}
+
+static void free_sample(void *p)
+{
+	Sample *s = p;
+
+	free(s->location_id);
+	free(s->value);
+	free(s->label);
+	free(s);
+}
+
+static int encode(struct builder *b, FILE *f, int64_t period)
+{
+	Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+	ValueType *types[2], *pt;
+	int64_t comment;
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc = -1;
+
+	types[0] = value_type(b, "samples", "count");
+	types[1] = value_type(b, "cpu", "nanoseconds");
+	pt = value_type(b, "cpu", "nanoseconds");
+	comment = str_id(b, b->c->title ? b->c->title : "pyperf-bpf");
+	if (!b->failed) {
+		p.n_sample_type = 2;
+		p.sample_type = types;
+		p.n_sample = b->samples.n;
+		p.sample = (Sample **)b->samples.v;
+		p.n_mapping = b->maps.n;
+		p.mapping = (Mapping **)b->maps.v;
+		p.n_location = b->locs.n;
+		p.location = (Location **)b->locs.v;
+		p.n_function = b->funcs.n;
+		p.function = (Function **)b->funcs.v;
+		p.n_string_table = b->strings.n;
+		p.string_table = (char **)b->strings.v;
+		p.time_nanos = (int64_t)b->c->start_unix_ns;
+		p.duration_nanos = (int64_t)(b->c->duration_s * 1e9);
+		p.period_type = pt;
+		p.period = period;
+		p.n_comment = 1;
+		p.comment = &comment;
+		p.default_sample_type = types[1]->type;
+		len = protobuf_c_message_get_packed_size(&p.base);
+		buf = malloc(len + 1);
+		if (buf) {
+			protobuf_c_message_pack(&p.base, buf);
+			rc = write_gzip(f, buf, len);
+		} else {
+			errno = ENOMEM;
+		}
+	} else {
+		errno = ENOMEM;
+	}
+	free(buf);
+	free(types[0]);
+	free(types[1]);
+	free(pt);
+	return rc;
+}
 
 int out_pprof(FILE *f, const struct out_ctx *c)
 {
-	errno = ENOSYS;
-	return -1;
+	struct builder b;
+	int64_t period = c->freq > 0 ? 1000000000LL / c->freq : 0;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	b.c = c;
+	str_id(&b, ""); /* index 0 is the empty string */
+	add_samples(&b, period);
+	rc = b.failed ? (errno = ENOMEM, -1) : encode(&b, f, period);
+	free_vec(&b.strings, free);
+	free_vec(&b.funcs, free);
+	free_vec(&b.locs, free_location);
+	free_vec(&b.lines, free);
+	free_vec(&b.maps, free);
+	free_vec(&b.samples, free_sample);
+	free_vec(&b.labels, free);
+	hmap_free(&b.string_ids, NULL);
+	hmap_free(&b.func_ids, NULL);
+	hmap_free(&b.loc_ids, NULL);
+	hmap_free(&b.map_ids, NULL);
+	hmap_free(&b.sample_ids, NULL);
+	return rc;
 }
