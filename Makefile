@@ -55,6 +55,13 @@ $(BUILD)/tests/linetable_check: tests/unit/linetable_check.c $(BUILD)/user/linet
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@
 
+# Google's pprof, built offline from Debian's Go sources (golang-go,
+# golang-github-google-pprof-dev): the tests read our pprof files with it
+$(BUILD)/tools/pprof:
+	@mkdir -p $(dir $@)
+	GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE=$(abspath $(BUILD))/gocache \
+		go build -o $@ github.com/google/pprof
+
 unit: $(UNIT_TESTS) $(BUILD)/tests/linetable_check
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
@@ -65,7 +72,7 @@ deps:
 # before anything is compiled
 test:
 	scripts/setup --test-deps
-	$(MAKE) pyperf-bpf unit
+	$(MAKE) pyperf-bpf unit $(BUILD)/tools/pprof
 	$(PYTHON) -m pytest -q -ra tests
 
 bench: pyperf-bpf
