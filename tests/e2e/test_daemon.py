@@ -1,0 +1,343 @@
+"""`pyperf-bpf daemon`: intervals of per-process pprof profiles, to a directory
+and to a Pyroscope-compatible receiver started here on loopback.  Every
+profile is decoded by Google's pprof; the daemon's own --stats lines say how
+many samples each interval had, and the profiles must add up to exactly that.
+Outages of the receiver lose nothing up to the spool limit; beyond it drops
+are counted and logged; SIGTERM flushes the last interval."""
+import http.server
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from conftest import PYPERF, ROOT, SUPPORTED, WORKLOADS, run_pyperf
+
+PPROF = os.path.join(ROOT, "build", "tools", "pprof")
+STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
+
+
+def python():
+    assert SUPPORTED, "no supported CPython"
+    return SUPPORTED[-1][0]
+
+
+def pprof_raw(path):
+    """[(count, [function names, leaf first], {label: value})] of a pprof
+    file, as Google's pprof decodes it (`pprof -raw`)."""
+    if not os.access(PPROF, os.X_OK):
+        pytest.fail(f"{PPROF} is missing: `make test` builds it from Debian's "
+                    "golang-github-google-pprof-dev (scripts/setup --test-deps)")
+    r = subprocess.run([PPROF, "-raw", path], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"pprof cannot read {path}: {r.stderr}"
+    samples, locs, section, cur = [], {}, None, None
+    for line in r.stdout.splitlines():
+        if line.startswith("Samples:"):
+            section = "samples"
+            continue
+        if line.startswith("Locations"):
+            section = "locations"
+            continue
+        if line.startswith("Mappings"):
+            section = None
+            continue
+        if section == "samples":
+            m = re.match(r"^\s+(\d+)\s+\d+: ([\d ]*)$", line)
+            if m:
+                cur = [int(m.group(1)), [int(x) for x in m.group(2).split()], {}]
+                samples.append(cur)
+            elif cur and line.strip() and ":" in line:
+                for k, v in re.findall(r"(\w+):\[([^\]]*)\]", line):
+                    cur[2][k] = v
+        elif section == "locations":
+            # "  5: 0x0 NAME FILE:LINE s=START", or "... FILE:LINE s=START(NAME)"
+            # when pprof leaves the name out of its column (e.g. "<module>")
+            m = re.match(r"^\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(\S*) .*?s=\d+(?:\((.*)\))?$", line)
+            if m:
+                locs[int(m.group(1))] = m.group(2) or m.group(3)
+    return [(c, [locs.get(i, "?") for i in ids], labels) for c, ids, labels in samples]
+
+
+def pprof_total(path):
+    return sum(c for c, _, _ in pprof_raw(path))
+
+
+class Receiver:
+    """A Pyroscope-like /ingest endpoint on loopback that keeps every upload."""
+
+    def __init__(self, port=0):
+        self.uploads = []
+        self.lock = threading.Lock()
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                u = urllib.parse.urlparse(self.path)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with rec.lock:
+                    rec.uploads.append((u.path, urllib.parse.parse_qs(u.query), body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Daemon:
+    def __init__(self, args, tmp_path):
+        self.log = tmp_path / "daemon.log"
+        self.p = subprocess.Popen([PYPERF, "daemon", "--stats", "--log", str(self.log)] + args,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.wait_log("profiling CPython processes"), self.text()
+
+    def text(self):
+        return self.log.read_text() if self.log.exists() else ""
+
+    def wait_log(self, needle, timeout=30, count=1):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.text().count(needle) >= count:
+                return True
+            if self.p.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return False
+
+    def stop(self, sig=signal.SIGTERM):
+        self.p.send_signal(sig)
+        out, err = self.p.communicate(timeout=60)
+        return self.p.returncode, err
+
+    def stats(self):
+        return [tuple(int(x) for x in m.groups()) for m in STATS_RE.finditer(self.text())]
+
+
+def workload(tmp_path, seconds, name="w", env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.Popen([python(), os.path.join(WORKLOADS, "split.py"), str(seconds),
+                          str(tmp_path / f"{name}.json")], stdout=subprocess.PIPE, text=True, env=e)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def test_dir_sink_sigterm_flush_and_totals(tmp_path):
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "99", "-i", "2", "--dir", str(out), "--no-kernel"], tmp_path)
+    w = workload(tmp_path, 30, env={"PYPERF_SERVICE": "billing-api"})
+    try:
+        assert d.wait_log("stats:", timeout=30, count=3), d.text()
+        rc, err = d.stop()
+        assert rc == 0, err + d.text()
+    finally:
+        w.kill()
+        w.wait()
+    assert "stopped after" in d.text()
+    files = sorted(os.listdir(out))
+    mine = [f for f in files if f.startswith(f"billing-api-{w.pid}-") and f.endswith(".pb.gz")]
+    assert len(mine) >= 3, files
+    total = sum(pprof_total(str(out / f)) for f in files)
+    stats = d.stats()
+    assert total == sum(s[0] for s in stats) > 0, (total, stats)
+    assert len(files) == sum(s[1] for s in stats)
+    # the last file is the SIGTERM flush; every file names the workload's functions
+    funcs = {f for c, fr, _ in pprof_raw(str(out / mine[-1])) for f in fr}
+    assert {"leaf_a", "run_schedule", "<module>"} <= funcs, funcs
+    labels = pprof_raw(str(out / mine[0]))[0][2]
+    assert labels.get("pid") == str(w.pid), labels
+
+
+def test_dir_retention_by_count(tmp_path):
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "49", "-i", "1", "--dir", str(out), "--keep", "2", "--python-only"], tmp_path)
+    w = workload(tmp_path, 30)
+    try:
+        assert d.wait_log("stats:", timeout=30, count=5), d.text()
+        assert len([f for f in os.listdir(out) if f.endswith(".pb.gz")]) <= 2
+    finally:
+        d.stop()
+        w.kill()
+        w.wait()
+    assert len(os.listdir(out)) == 2, os.listdir(out)
+
+
+def uploads_total(uploads):
+    total = 0
+    for i, (_, _, body) in enumerate(uploads):
+        path = f"/tmp/pyperf-upload-{os.getpid()}-{i}.pb.gz"
+        with open(path, "wb") as f:
+            f.write(body)
+        try:
+            total += pprof_total(path)
+        finally:
+            os.unlink(path)
+    return total
+
+
+def test_push_uploads_decode_and_add_up(tmp_path):
+    rec = Receiver()
+    try:
+        d = Daemon(["-F", "99", "-i", "1", "--push", f"http://127.0.0.1:{rec.port}",
+                    "--spool", str(tmp_path / "spool"), "--python-only"], tmp_path)
+        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": "checkout"})
+        try:
+            assert d.wait_log("stats:", timeout=30, count=3), d.text()
+            rc, err = d.stop()
+            assert rc == 0, err
+        finally:
+            w.kill()
+            w.wait()
+    finally:
+        rec.stop()
+    ups = rec.uploads
+    assert ups and all(p == "/ingest" for p, _, _ in ups)
+    q = ups[0][1]
+    assert q["format"] == ["pprof"] and q["spyName"] == ["pyperf-bpf"], q
+    name = q["name"][0]
+    assert name.startswith("checkout{") and f"pid={w.pid}" in name and "hostname=" in name, name
+    assert int(q["from"][0]) <= int(q["until"][0])
+    assert uploads_total(ups) == sum(s[0] for s in d.stats()) > 0
+    assert os.listdir(tmp_path / "spool") == []
+
+
+def test_outage_is_spooled_and_delivered_in_order(tmp_path):
+    rec = Receiver()
+    port = rec.port
+    d = Daemon(["-F", "99", "-i", "1", "--push", f"http://127.0.0.1:{port}",
+                "--spool", str(tmp_path / "spool"), "--python-only"], tmp_path)
+    w = workload(tmp_path, 60)
+    try:
+        assert d.wait_log("stats:", count=2), d.text()
+        rec.stop()                                   # the backend goes away
+        n0 = d.text().count("stats:")
+        assert d.wait_log("stats:", count=n0 + 4), d.text()
+        assert "failed" in d.text(), d.text()
+        assert len(os.listdir(tmp_path / "spool")) >= 2
+        before = len(rec.uploads)
+        rec = Receiver(port)                          # and comes back
+        assert d.wait_log("works again", timeout=90), d.text()
+        rc, err = d.stop()
+        assert rc == 0, err
+    finally:
+        rec.stop()
+        w.kill()
+        w.wait()
+    ups = rec.uploads
+    assert len(ups) >= 4
+    froms = [int(q["from"][0]) for _, q, _ in ups]
+    assert froms == sorted(froms), froms            # oldest first
+    stats = d.stats()
+    # every interval's profile arrived exactly once: the counts add up
+    assert before + len(ups) == sum(s[1] for s in stats)
+    assert os.listdir(tmp_path / "spool") == []
+
+
+def test_tiny_spool_counts_and_logs_drops(tmp_path):
+    d = Daemon(["-F", "99", "-i", "1", "--push", "http://127.0.0.1:9",  # nothing listens
+                "--spool", str(tmp_path / "spool"), "--spool-bytes", "3K", "--python-only"],
+               tmp_path)
+    w = workload(tmp_path, 30)
+    try:
+        assert d.wait_log("spool", timeout=40) and d.wait_log("is full", timeout=40), d.text()
+        assert d.wait_log("stats:", count=4), d.text()
+    finally:
+        d.stop()
+        w.kill()
+        w.wait()
+    m = re.findall(r"(\d+) profiles dropped", d.text())
+    assert m and int(m[-1]) > 0, d.text()
+    assert sum(os.path.getsize(tmp_path / "spool" / f) for f in os.listdir(tmp_path / "spool")) <= 3072
+
+
+def test_processes_come_and_go(tmp_path):
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "99", "-i", "2", "--dir", str(out), "--python-only"], tmp_path)
+    try:
+        short = workload(tmp_path, 1, name="short", env={"PYPERF_SERVICE": "shortlived"})
+        short.wait()                                 # exits mid-interval
+        n0 = d.text().count("stats:")
+        late = workload(tmp_path, 30, name="late", env={"PYPERF_SERVICE": "latecomer"})
+        assert d.wait_log("stats:", count=n0 + 2), d.text()
+        late.kill()
+        late.wait()
+    finally:
+        rc, err = d.stop()
+    assert rc == 0, err
+    files = os.listdir(out)
+    gone = [f for f in files if f.startswith(f"shortlived-{short.pid}-")]
+    assert len(gone) == 1, files
+    funcs = {f for c, fr, _ in pprof_raw(str(out / gone[0])) for f in fr}
+    assert "leaf_a" in funcs, funcs                  # named after it exited
+    assert any(f.startswith(f"latecomer-{late.pid}-") for f in files), files
+
+
+def test_match_filter_and_sighup_reload(tmp_path):
+    out = tmp_path / "profiles"
+    conf = tmp_path / "daemon.conf"
+    conf.write_text(f"# test\ndir = {out}\ninterval = 1\nmatch = nothing-matches-this\n"
+                    "python-only = true\n")
+    d = Daemon(["--config", str(conf), "-F", "99"], tmp_path)
+    w = workload(tmp_path, 30, name="w1")
+    try:
+        assert d.wait_log("stats:", count=2), d.text()
+        assert not os.path.exists(out) or not os.listdir(out)
+        conf.write_text(f"dir = {out}\ninterval = 1\nmatch = split\\.py\npython-only = true\n")
+        d.p.send_signal(signal.SIGHUP)
+        assert d.wait_log("reloaded"), d.text()
+        w2 = workload(tmp_path, 30, name="w2")      # found after the reload
+        try:
+            n0 = d.text().count("stats:")
+            assert d.wait_log("stats:", count=n0 + 2), d.text()
+        finally:
+            w2.kill()
+            w2.wait()
+        assert d.p.poll() is None                   # SIGHUP did not stop it
+    finally:
+        rc, err = d.stop()
+        w.kill()
+        w.wait()
+    assert rc == 0, err
+    assert any(f.startswith(f"split-{w2.pid}-") for f in os.listdir(out)), os.listdir(out)
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "no sink"), (["--dir", "/tmp/x", "-i", "0"], "interval"),
+    (["--push", "ftp://x"], "not an http"), (["--dir", "/tmp/x", "--match", "("], "regular expression"),
+    (["--dir", "/tmp/x", "--bogus"], "unknown"), (["--config", "/nonexistent.conf"], "nonexistent"),
+    (["--dir", "/tmp/x", "--spool-bytes", "lots"], "spool-bytes"),
+])
+def test_daemon_bad_options(args, needle):
+    r = run_pyperf(["daemon"] + args)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and needle in r.stderr, r.stderr
+
+
+def test_bad_config_line(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_text("dir = /tmp/x\nfrequency = fast\n")
+    r = run_pyperf(["daemon", "--config", str(conf)])
+    assert r.returncode == 2 and f"{conf}:2: frequency" in r.stderr, r.stderr
+
+
+def test_systemd_unit_is_valid(tmp_path):
+    unit = open(os.path.join(ROOT, "scripts", "pyperf-bpf.service")).read()
+    assert "CAP_BPF" in unit and "CAP_PERFMON" in unit and "CAP_SYS_PTRACE" in unit
+    local = tmp_path / "pyperf-bpf.service"
+    local.write_text(unit.replace("/usr/local/bin/pyperf-bpf", PYPERF))
+    r = subprocess.run(["systemd-analyze", "verify", str(local)], capture_output=True, text=True)
+    if r.returncode == 127 or "command not found" in r.stderr:
+        pytest.fail("systemd-analyze is missing (package systemd)")
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
