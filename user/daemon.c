@@ -66,6 +66,11 @@ struct setting {
 	const char *key, *value;
 };
 
+struct app_key {
+	int pid;
+	uint32_t gen;
+};
+
 struct app {
 	char name[APP_LEN];
 };
@@ -78,7 +83,7 @@ struct daemon {
 	regex_t re;
 	bool have_re;
 	struct spool *spool;
-	struct hmap apps;            /* pid -> struct app */
+	struct hmap apps;            /* (pid, image) -> struct app */
 	char host[256];
 	double interval_start;       /* seconds since the recording started */
 	uint64_t interval_unix_ns;   /* wall-clock time of that */
@@ -475,9 +480,10 @@ static void app_name(const struct daemon *d, int pid, char *out, size_t len)
 	clean_app(out);
 }
 
-static bool want(void *ctx, int pid)
+static bool want(void *ctx, int pid, uint32_t gen)
 {
 	struct daemon *d = ctx;
+	struct app_key k = { pid, gen };
 	struct app *a;
 	char comm[64], cmdline[256];
 
@@ -489,21 +495,19 @@ static bool want(void *ctx, int pid)
 	}
 	if (d->cfg.cgroup[0] && !in_cgroup(pid, d->cfg.cgroup))
 		return false;
-	a = hmap_get(&d->apps, &pid, sizeof(pid));
-	if (!a) {
-		a = calloc(1, sizeof(*a));
-		if (!a || hmap_put(&d->apps, &pid, sizeof(pid), a)) {
-			free(a);
-			return true;
-		}
+	a = calloc(1, sizeof(*a));
+	if (!a || hmap_put(&d->apps, &k, sizeof(k), a)) {
+		free(a);
+		return true;
 	}
-	app_name(d, pid, a->name, sizeof(a->name)); /* anew: it may have exec'ed */
+	app_name(d, pid, a->name, sizeof(a->name));
 	return true;
 }
 
-static const char *app_of(struct daemon *d, int pid)
+static const char *app_of(struct daemon *d, int pid, uint32_t gen)
 {
-	struct app *a = hmap_get(&d->apps, &pid, sizeof(pid));
+	struct app_key k = { pid, gen };
+	struct app *a = hmap_get(&d->apps, &k, sizeof(k));
 
 	return a && a->name[0] ? a->name : "python";
 }
@@ -519,8 +523,8 @@ static uint64_t unix_ns(void)
 }
 
 /* pid's profile for the interval as gzipped pprof in a malloc'd buffer */
-static char *render_pprof(struct daemon *d, struct profile *prof, int pid, double secs,
-			  size_t *len)
+static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint32_t gen,
+			  double secs, size_t *len)
 {
 	struct out_ctx c;
 	char *buf = NULL;
@@ -534,9 +538,10 @@ static char *render_pprof(struct daemon *d, struct profile *prof, int pid, doubl
 	c.duration_s = secs;
 	c.freq = d->cfg.freq;
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	c.title = app_of(d, pid);
+	c.title = app_of(d, pid, gen);
 	c.start_unix_ns = d->interval_unix_ns;
 	c.pid = pid;
+	c.gen = gen;
 	if (out_pprof(f, &c) || fclose(f)) {
 		if (f)
 			fclose(f);
@@ -558,6 +563,9 @@ static void to_dir(struct daemon *d, const char *app, int pid, uint64_t end_ns, 
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ.pb.gz", d->cfg.dir, app, pid, stamp,
 		 (unsigned long long)(end_ns / 1000000 % 1000));
+	for (int i = 2; access(path, F_OK) == 0 && i < 100; i++) /* two images of one pid */
+		snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ-%d.pb.gz", d->cfg.dir, app, pid,
+			 stamp, (unsigned long long)(end_ns / 1000000 % 1000), i);
 	if (outfile_open(&o, path, err, sizeof(err)) == 0) {
 		if (fwrite(data, 1, len, o.f) == len && outfile_commit(&o, err, sizeof(err)) == 0)
 			return;
@@ -716,13 +724,55 @@ static void forget_gone(struct daemon *d, struct profile *prof)
 		if (n < 256 && kill(pp->pid, 0) && errno == ESRCH)
 			gone[n++] = pp->pid;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct app *a = hmap_get(&d->apps, &gone[i], sizeof(int));
-
+	for (size_t i = 0; i < n; i++)
 		profile_forget_proc(prof, gone[i]);
-		if (a)
-			a->name[0] = 0; /* hmap has no delete; a new process sets it again */
+	if (n) { /* and the names of their images */
+		struct hmap keep = { 0 };
+
+		hmap_for_each(&d->apps, e) {
+			const struct app_key *k = e->key;
+
+			if ((kill(k->pid, 0) && errno == ESRCH) || hmap_put(&keep, k, sizeof(*k), e->val))
+				free(e->val);
+		}
+		hmap_free(&d->apps, NULL);
+		d->apps = keep;
 	}
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct app_key *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+/* the process images with samples in the interval, sorted (caller frees) */
+static struct app_key *images(const struct profile *prof, size_t *n)
+{
+	size_t ns, k = 0;
+	struct psample **v = profile_samples(prof, &ns);
+	struct app_key *out = malloc((ns + 1) * sizeof(*out));
+
+	if (!v || !out) {
+		free(v);
+		free(out);
+		*n = 0;
+		return NULL;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		out[i].pid = (int)v[i]->stack->pid;
+		out[i].gen = v[i]->stack->gen;
+	}
+	free(v);
+	qsort(out, ns, sizeof(*out), cmp_key);
+	for (size_t i = 0; i < ns; i++)
+		if (!k || cmp_key(&out[k - 1], &out[i]))
+			out[k++] = out[i];
+	*n = k;
+	return out;
 }
 
 static void end_interval(struct daemon *d, struct profile *prof, const uint64_t *st,
@@ -732,27 +782,29 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 	uint64_t end_ns = unix_ns(), bytes = 0;
 	size_t nprocs = 0;
 
-	profile_name_kernel_stacks(prof);
-	hmap_for_each(&prof->procs, e) {
-		const struct pproc *pp = e->val;
-		size_t len;
-		char *data;
+	size_t nimg = 0;
+	struct app_key *img = images(prof, &nimg);
 
-		if (!pp->samples)
-			continue;
-		data = render_pprof(d, prof, pp->pid, secs, &len);
+	profile_name_kernel_stacks(prof);
+	for (size_t i = 0; i < nimg; i++) {
+		int pid = img[i].pid;
+		const char *app = app_of(d, pid, img[i].gen);
+		size_t len;
+		char *data = render_pprof(d, prof, pid, img[i].gen, secs, &len);
+
 		if (!data) {
-			dlog(DLOG_ERR, "pid %d: cannot write its profile: %s", pp->pid, strerror(errno));
+			dlog(DLOG_ERR, "pid %d: cannot write its profile: %s", pid, strerror(errno));
 			continue;
 		}
 		nprocs++;
 		bytes += len;
 		if (d->cfg.dir[0])
-			to_dir(d, app_of(d, pp->pid), pp->pid, end_ns, data, len);
+			to_dir(d, app, pid, end_ns, data, len);
 		if (d->spool)
-			to_push(d, app_of(d, pp->pid), pp->pid, end_ns, data, len);
+			to_push(d, app, pid, end_ns, data, len);
 		free(data);
 	}
+	free(img);
 	if (d->cfg.dir[0])
 		prune_dir(d);
 	if (d->cfg.stats)

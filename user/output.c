@@ -50,7 +50,7 @@ struct psample **out_samples(const struct out_ctx *c, size_t *n)
 	if (!v || !c->pid)
 		return v;
 	for (size_t i = 0; i < *n; i++)
-		if (v[i]->stack->pid == (uint32_t)c->pid)
+		if (v[i]->stack->pid == (uint32_t)c->pid && (!c->gen || v[i]->stack->gen == c->gen))
 			v[k++] = v[i];
 	*n = k;
 	return v;

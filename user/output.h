@@ -24,6 +24,7 @@ struct out_ctx {
 	uint64_t start_unix_ns;      /* wall-clock time the sampling started */
 	bool icicle;                 /* svg: root on top */
 	int pid;                     /* only this process's samples (0: all) */
+	uint32_t gen;                /* and only this image of it (0: all) */
 };
 
 /* Python: "name (file:line)", or "name (file)" without lines; native:
@@ -34,7 +35,8 @@ void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines);
  * [incomplete] when the stack misses its root side), each followed by ';'. */
 void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psample *s);
 
-/* The samples a writer shows (profile_samples, limited to c->pid); the
+/* The samples a writer shows (profile_samples, limited to c->pid and
+ * c->gen); the
  * caller frees the array.  NULL when out of memory. */
 struct psample **out_samples(const struct out_ctx *c, size_t *n);
 /* Each writer returns 0, or -1 with errno set. */

@@ -173,6 +173,7 @@ static int insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t 
 	if (!st)
 		return -1;
 	st->pid = pid;
+	st->gen = gen;
 	st->flags = flags;
 	st->nframes = n;
 	st->raw = NULL;

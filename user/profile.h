@@ -25,6 +25,7 @@ struct pframe {
 
 struct pstack {
 	uint32_t pid;
+	uint32_t gen;                /* the process image it was sampled in */
 	uint32_t flags;              /* STACK_TRUNCATED, STACK_BAD_READ */
 	uint32_t nframes;
 	struct py_frame *raw;        /* as the sampler sent them (NULL if built by hand) */

@@ -132,7 +132,7 @@ static void classify(struct recorder *r, int pid)
 
 	switch (pyproc_inspect(pid, &py, err, sizeof(err))) {
 	case PYPROC_OK:
-		if (r->o->want && !r->o->want(r->o->cb_ctx, pid)) {
+		if (r->o->want && !r->o->want(r->o->cb_ctx, pid, r->next_gen + 1)) {
 			sampler_skip(r->s, pid, UINT64_MAX); /* asked again if it execs */
 			return;
 		}

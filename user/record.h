@@ -34,12 +34,13 @@ struct record_opts {
 	 * the sampler's counters (enum stat_idx, since the start); once
 	 * more with final set after sampling stopped.  should_stop: every turn
 	 * of the loop (about every 100 ms); true stops the recording.  want: a
-	 * CPython process was found; false leaves it alone (until it execs).
+	 * CPython process was found, to be profiled as image gen (the gen of its
+	 * stacks); false leaves it alone (until it execs).
 	 * on_hup: SIGHUP was received (without it, SIGHUP stops the recording). */
 	void (*on_drain)(void *ctx, struct profile *prof, const uint64_t *sampler_stats,
 			 double elapsed_s, bool final);
 	bool (*should_stop)(void *ctx);
-	bool (*want)(void *ctx, int pid);
+	bool (*want)(void *ctx, int pid, uint32_t gen);
 	void (*on_hup)(void *ctx);
 	void *cb_ctx;
 };

@@ -341,3 +341,27 @@ def test_systemd_unit_is_valid(tmp_path):
     if r.returncode == 127 or "command not found" in r.stderr:
         pytest.fail("systemd-analyze is missing (package systemd)")
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+
+
+def test_exec_keeps_two_programs_apart(tmp_path):
+    """One pid, two programs in one interval: one profile each, named after
+    each program, and neither holds the other's functions."""
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "99", "-i", "30", "--dir", str(out), "--python-only"], tmp_path)
+    e = dict(os.environ, PYPERF_SERVICE="first", NEXT_SERVICE="second")
+    p = subprocess.Popen([python(), os.path.join(WORKLOADS, "exec_chain.py"), "1.5", "1.5",
+                          str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True, env=e)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert p.wait(timeout=60) == 0
+    finally:
+        rc, err = d.stop()
+    assert rc == 0, err
+    files = sorted(os.listdir(out))
+    first = [f for f in files if f.startswith(f"first-{p.pid}-")]
+    second = [f for f in files if f.startswith(f"second-{p.pid}-")]
+    assert len(first) == 1 and len(second) == 1, files
+    f1 = {f for _, fr, _ in pprof_raw(str(out / first[0])) for f in fr}
+    f2 = {f for _, fr, _ in pprof_raw(str(out / second[0])) for f in fr}
+    assert "first_program" in f1 and "leaf_a" not in f1, f1
+    assert "leaf_a" in f2 and "first_program" not in f2, f2
