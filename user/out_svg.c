@@ -1,10 +1,412 @@
-/* out_svg.c - placeholder, being written. */
+/* out_svg.c - an interactive flame graph in one self-contained SVG file.
+ *
+ * The samples are merged into a tree of frames, root first, with the same
+ * frame labels as the folded output (synthetic process/thread/marker frames,
+ * Python and native frames, kernel frames "NAME_[k]"), under a root "all".
+ * Children are ordered by label, so a profile always draws the same way.
+ * Each frame is a <g class="f"> holding a <title> (what any viewer shows on
+ * hover), a <rect> and a <text>, with data attributes: the label, its kind
+ * (python, native, kernel, mark), its sample count, its offset from the left
+ * in samples and its depth.  Frames narrower than 0.1 px at full width are
+ * not drawn; their samples still count in their parents.
+ *
+ * A small script (embedded, no network) makes it interactive: hovering shows
+ * "label (N samples, P%)" at the bottom; clicking a frame zooms so that it
+ * spans the width, with its ancestors kept and everything else hidden; "Reset
+ * Zoom" undoes that; "Search" (or search(term) from a console, or a URL
+ * ending in #s=TERM) highlights frames whose label contains the term (or
+ * matches it as a regular expression) and shows "Matched: P%", the share of
+ * all samples under a matched frame, nested matches counted once.  Colours
+ * are by kind: Python yellow to orange, native red, kernel blue, synthetic
+ * frames grey, the shade from a hash of the name.  --icicle puts the root at
+ * the top. */
 #include "output.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIDTH 1200
+#define FRAME_H 16
+#define TOP 64          /* title, subtitle and controls */
+#define BOTTOM 28       /* the details line */
+#define MIN_PX 0.1
+
+enum svg_kind { K_MARK, K_PYTHON, K_NATIVE, K_KERNEL };
+static const char *const kind_names[] = { "mark", "python", "native", "kernel" };
+
+struct node {
+	char *label;
+	enum svg_kind kind;
+	uint64_t count;
+	struct node **kids;
+	size_t nkids, capkids;
+};
+
+struct tree {
+	struct node root;
+	struct hmap index;           /* (parent pointer, label) -> child */
+	unsigned depth;              /* deepest frame below the root */
+	bool failed;
+};
+
+static struct node *child(struct tree *t, struct node *parent, const char *label, size_t len,
+			  enum svg_kind kind)
+{
+	size_t klen = sizeof(parent) + len + 1;
+	char *key = malloc(klen);
+	struct node *n;
+
+	if (!key) {
+		t->failed = true;
+		return NULL;
+	}
+	memcpy(key, &parent, sizeof(parent));
+	memcpy(key + sizeof(parent), label, len);
+	key[klen - 1] = (char)kind; /* a kernel and a user frame may share a name */
+	n = hmap_get(&t->index, key, klen);
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (n)
+			n->label = strndup(label, len);
+		if (!n || !n->label || hmap_put(&t->index, key, klen, n)) {
+			if (n)
+				free(n->label);
+			free(n);
+			free(key);
+			t->failed = true;
+			return NULL;
+		}
+		n->kind = kind;
+		if (parent->nkids == parent->capkids) {
+			size_t cap = parent->capkids ? parent->capkids * 2 : 4;
+			struct node **v = realloc(parent->kids, cap * sizeof(*v));
+
+			if (!v) {
+				free(key);
+				t->failed = true;
+				return NULL;
+			}
+			parent->kids = v;
+			parent->capkids = cap;
+		}
+		parent->kids[parent->nkids++] = n;
+	}
+	free(key);
+	return n;
+}
+
+static enum svg_kind kind_of(const struct pframe *f)
+{
+	switch (f->fn->kind) {
+	case FN_PYTHON:
+		return K_PYTHON;
+	case FN_MARK:
+		return K_MARK;
+	default:
+		return K_NATIVE;
+	}
+}
+
+/* add one sample's frames, root first */
+static void add_sample(struct tree *t, const struct out_ctx *c, const struct psample *s,
+		       struct sbuf *b)
+{
+	struct node *n = &t->root;
+	unsigned depth = 0;
+	const char *p, *semi;
+
+	n->count += s->count;
+	sb_reset(b);
+	out_root_frames(b, c, s);
+	if (!sb_ok(b)) {
+		t->failed = true;
+		return;
+	}
+	for (p = b->len ? b->s : ""; n && (semi = strchr(p, ';')); p = semi + 1, depth++) {
+		n = child(t, n, p, (size_t)(semi - p), K_MARK);
+		if (n)
+			n->count += s->count;
+	}
+	for (uint32_t i = s->stack->nframes; n && i-- > 0; depth++) {
+		sb_reset(b);
+		out_frame_label(b, &s->stack->frames[i], c->lines);
+		n = sb_ok(b) ? child(t, n, b->s, b->len, kind_of(&s->stack->frames[i])) : NULL;
+		if (n)
+			n->count += s->count;
+	}
+	for (uint32_t i = s->kstack ? s->kstack->n : 0; n && i-- > 0; depth++) {
+		sb_reset(b);
+		sb_printf(b, "%s_[k]", s->kstack->names[i]);
+		n = sb_ok(b) ? child(t, n, b->s, b->len, K_KERNEL) : NULL;
+		if (n)
+			n->count += s->count;
+	}
+	if (!n)
+		t->failed = true;
+	if (depth > t->depth)
+		t->depth = depth;
+}
+
+static int cmp_node(const void *a, const void *b)
+{
+	return strcmp((*(struct node *const *)a)->label, (*(struct node *const *)b)->label);
+}
+
+static void free_node(struct node *n)
+{
+	for (size_t i = 0; i < n->nkids; i++) {
+		free_node(n->kids[i]);
+		free(n->kids[i]);
+	}
+	free(n->kids);
+	free(n->label);
+}
+
+/* XML text: escaped, and '?' for bytes that do not make valid UTF-8 */
+static void put_xml(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		unsigned char c = *s;
+		int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 :
+			  (c & 0xf8) == 0xf0 ? 4 : 0;
+		bool ok = len > 0 && !(len == 2 && c < 0xc2) && !(len == 4 && c > 0xf4);
+
+		for (int i = 1; ok && i < len; i++)
+			ok = (s[i] & 0xc0) == 0x80;
+		if (!ok || (c < 0x20 && c != '\t')) {
+			fputc('?', f);
+			s++;
+			continue;
+		}
+		switch (c) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default: fwrite(s, 1, (size_t)len, f);
+		}
+		s += len;
+	}
+}
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	/* the function name only, so one function keeps its colour on every line */
+	for (; *s && *s != ' '; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void color(enum svg_kind k, const char *label, char *out, size_t len)
+{
+	uint32_t h = name_hash(label);
+	unsigned v1 = h % 56, v2 = (h >> 8) % 56, v3 = (h >> 16) % 40;
+
+	switch (k) {
+	case K_PYTHON: /* yellow to orange */
+		snprintf(out, len, "rgb(%u,%u,%u)", 205 + v1 % 50, 150 + v2 + v3 % 30, 40 + v3);
+		break;
+	case K_NATIVE: /* reds */
+		snprintf(out, len, "rgb(%u,%u,%u)", 200 + v1 % 55, 60 + v2, 50 + v3);
+		break;
+	case K_KERNEL: /* blues */
+		snprintf(out, len, "rgb(%u,%u,%u)", 70 + v3, 130 + v1, 200 + v2 % 55);
+		break;
+	default: /* greys */
+		snprintf(out, len, "rgb(%u,%u,%u)", 170 + v3, 170 + v3, 170 + v3);
+	}
+}
+
+struct draw {
+	FILE *f;
+	uint64_t total;
+	double scale;                /* pixels per sample */
+	unsigned height;
+	bool icicle;
+};
+
+static double frame_y(const struct draw *d, unsigned depth)
+{
+	return d->icicle ? TOP + (double)depth * FRAME_H
+			 : d->height - BOTTOM - (double)(depth + 1) * FRAME_H;
+}
+
+static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigned depth)
+{
+	double w = (double)n->count * d->scale;
+	char fill[32];
+
+	if (w < MIN_PX)
+		return;
+	color(n->kind, n->label, fill, sizeof(fill));
+	fprintf(d->f, "<g class=\"f\" data-kind=\"%s\" data-samples=\"%llu\" data-x=\"%llu\" "
+		"data-depth=\"%u\" data-name=\"", kind_names[n->kind],
+		(unsigned long long)n->count, (unsigned long long)x, depth);
+	put_xml(d->f, n->label);
+	fputs("\"><title>", d->f);
+	put_xml(d->f, n->label);
+	fprintf(d->f, " (%llu samples, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+		"height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\"></text></g>\n",
+		(unsigned long long)n->count, 100.0 * (double)n->count / (double)d->total,
+		(double)x * d->scale + 10, frame_y(d, depth), w, FRAME_H - 1, fill,
+		(double)x * d->scale + 13, frame_y(d, depth) + FRAME_H - 4.5);
+	for (size_t i = 0; i < n->nkids; i++) {
+		draw(d, n->kids[i], x, depth + 1);
+		x += n->kids[i]->count;
+	}
+}
+
+static void sort_tree(struct node *n)
+{
+	qsort(n->kids, n->nkids, sizeof(*n->kids), cmp_node);
+	for (size_t i = 0; i < n->nkids; i++)
+		sort_tree(n->kids[i]);
+}
+
+/* The script: zoom, search, details.  Frame positions are recomputed from
+ * data-x, data-samples and data-depth, so zooming needs no layout data. */
+static const char script[] =
+	"var W = %d, PAD = 10, total = %llu, zoomed = null;\n"
+	"var frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
+	"var details = document.getElementById('details'), matched = document.getElementById('matched');\n"
+	"var unzoom = document.getElementById('unzoom');\n"
+	"function num(g, a) { return parseFloat(g.getAttribute('data-' + a)); }\n"
+	"function label(g) { return g.getAttribute('data-name'); }\n"
+	"function fit(g) {\n"
+	"  var r = g.querySelector('rect'), t = g.querySelector('text'), w = parseFloat(r.getAttribute('width'));\n"
+	"  var n = Math.floor((w - 6) / 6.6), s = label(g);\n"
+	"  t.textContent = n < 3 ? '' : s.length <= n ? s : s.substring(0, n - 2) + '..';\n"
+	"}\n"
+	"function place(g, x0, span) {\n"
+	"  var scale = (W - 2 * PAD) / span, x = (num(g, 'x') - x0) * scale + PAD;\n"
+	"  var r = g.querySelector('rect'), t = g.querySelector('text');\n"
+	"  r.setAttribute('x', x.toFixed(2)); r.setAttribute('width', (num(g, 'samples') * scale).toFixed(2));\n"
+	"  t.setAttribute('x', (x + 3).toFixed(2)); fit(g);\n"
+	"}\n"
+	"function zoom(z) {\n"
+	"  var zx = num(z, 'x'), zs = num(z, 'samples'), zd = num(z, 'depth');\n"
+	"  zoomed = z; unzoom.style.opacity = 1;\n"
+	"  frames.forEach(function (g) {\n"
+	"    var x = num(g, 'x'), s = num(g, 'samples'), d = num(g, 'depth');\n"
+	"    var inside = d >= zd && x >= zx && x + s <= zx + zs;\n"
+	"    var above = d < zd && x <= zx && x + s >= zx + zs;\n"
+	"    g.style.display = inside || above ? '' : 'none';\n"
+	"    if (inside) place(g, zx, zs);\n"
+	"    else if (above) fitAbove(g);\n"
+	"  });\n"
+	"}\n"
+	"function fitAbove(g) {\n"
+	"  var r = g.querySelector('rect'); r.setAttribute('x', PAD); r.setAttribute('width', W - 2 * PAD);\n"
+	"  g.querySelector('text').setAttribute('x', PAD + 3); fit(g);\n"
+	"}\n"
+	"function resetZoom() {\n"
+	"  zoomed = null; unzoom.style.opacity = 0.3;\n"
+	"  frames.forEach(function (g) { g.style.display = ''; place(g, 0, total); });\n"
+	"}\n"
+	"function search(term) {\n"
+	"  var re = null, spans = [], sum = 0, end = -1;\n"
+	"  try { re = new RegExp(term); } catch (e) { re = null; }\n"
+	"  frames.forEach(function (g) {\n"
+	"    var r = g.querySelector('rect'), s = label(g);\n"
+	"    if (!r.hasAttribute('data-fill')) r.setAttribute('data-fill', r.getAttribute('fill'));\n"
+	"    var hit = term !== '' && (s.indexOf(term) >= 0 || (re && re.test(s)));\n"
+	"    r.setAttribute('fill', hit ? 'rgb(230,0,230)' : r.getAttribute('data-fill'));\n"
+	"    g.setAttribute('data-match', hit ? '1' : '0');\n"
+	"    if (hit) spans.push([num(g, 'x'), num(g, 'x') + num(g, 'samples')]);\n"
+	"  });\n"
+	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
+	"  spans.forEach(function (s) {\n"
+	"    if (s[0] >= end) { sum += s[1] - s[0]; end = s[1]; }\n"
+	"    else if (s[1] > end) { sum += s[1] - end; end = s[1]; }\n"
+	"  });\n"
+	"  matched.textContent = term === '' ? '' : 'Matched: ' + (100 * sum / total).toFixed(1) + '%%';\n"
+	"  matched.setAttribute('data-share', term === '' ? '' : (100 * sum / total).toFixed(3));\n"
+	"  return sum;\n"
+	"}\n"
+	"frames.forEach(function (g) {\n"
+	"  fit(g);\n"
+	"  g.addEventListener('mouseover', function () {\n"
+	"    details.textContent = label(g) + ' (' + num(g, 'samples') + ' samples, ' +\n"
+	"      (100 * num(g, 'samples') / total).toFixed(2) + '%%)';\n"
+	"  });\n"
+	"  g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
+	"  g.addEventListener('click', function () { zoom(g); });\n"
+	"});\n"
+	"unzoom.addEventListener('click', resetZoom);\n"
+	"document.getElementById('search').addEventListener('click', function () {\n"
+	"  var t = prompt('Search for (text or regular expression):', '');\n"
+	"  if (t !== null) search(t);\n"
+	"});\n"
+	"var m = /[#?&]s=([^&]*)/.exec(location.href);\n"
+	"if (m) search(decodeURIComponent(m[1]));\n";
+
+static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
+{
+	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle };
+	unsigned depth = t->depth + 1;
+
+	d.height = TOP + depth * FRAME_H + BOTTOM + 4;
+	d.scale = d.total ? (double)(WIDTH - 20) / (double)d.total : 0;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg version=\"1.1\" width=\"%d\" height=\"%u\" viewBox=\"0 0 %d %u\" "
+		"xmlns=\"http://www.w3.org/2000/svg\" font-family=\"monospace\" font-size=\"11\">\n"
+		"<style>g.f { cursor: pointer; } g.f:hover rect { stroke: black; stroke-width: 0.5; }"
+		" g.f text { pointer-events: none; fill: black; } .ctl { cursor: pointer; fill: #00c; }"
+		"</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n",
+		WIDTH, d.height, WIDTH, d.height);
+	fputs("<text id=\"title\" x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">"
+	      "Flame graph: ", f);
+	put_xml(f, c->title ? c->title : "pyperf-bpf");
+	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" text-anchor=\"middle\">"
+		"%llu samples in %.1f s at %d Hz per CPU; Python yellow, native red, kernel blue"
+		"</text>\n", (unsigned long long)d.total, c->duration_s, c->freq);
+	fputs("<text id=\"unzoom\" class=\"ctl\" x=\"10\" y=\"56\" style=\"opacity:0.3\">"
+	      "Reset Zoom</text>\n<text id=\"search\" class=\"ctl\" x=\"1190\" y=\"56\" "
+	      "text-anchor=\"end\">Search</text>\n<text id=\"matched\" x=\"1100\" y=\"56\" "
+	      "text-anchor=\"end\"></text>\n", f);
+	if (!d.total)
+		fprintf(f, "<text x=\"600\" y=\"%u\" text-anchor=\"middle\">no samples</text>\n",
+			TOP + 20);
+	else
+		draw(&d, &t->root, 0, 0);
+	fprintf(f, "<text id=\"details\" x=\"10\" y=\"%u\"> </text>\n<script><![CDATA[\n",
+		d.height - 10);
+	fprintf(f, script, WIDTH, (unsigned long long)(d.total ? d.total : 1));
+	fputs("]]></script>\n</svg>\n", f);
+	return ferror(f) ? -1 : 0;
+}
 
 int out_svg(FILE *f, const struct out_ctx *c)
 {
-	errno = ENOSYS;
-	return -1;
+	struct tree t;
+	struct sbuf b = { 0 };
+	size_t n;
+	struct psample **v = out_samples(c, &n);
+	int rc = -1;
+
+	memset(&t, 0, sizeof(t));
+	t.root.label = strdup("all");
+	t.root.kind = K_MARK;
+	if (!v || !t.root.label)
+		goto out;
+	for (size_t i = 0; i < n && !t.failed; i++)
+		add_sample(&t, c, v[i], &b);
+	if (t.failed)
+		goto out;
+	sort_tree(&t.root);
+	rc = write_svg(f, c, &t);
+out:
+	if (rc && !errno)
+		errno = ENOMEM;
+	free_node(&t.root);
+	hmap_free(&t.index, NULL);
+	sb_free(&b);
+	free(v);
+	return rc;
 }
