@@ -712,7 +712,9 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	d->prev_cpu = cpu;
 }
 
-/* processes that are gone: their names and stacks go too */
+/* Processes that are gone: their names and stacks go too.  Only once an
+ * interval passed without samples: one that exits just after a drain may
+ * still have counts in the sampler's other map, which need its stacks. */
 static void forget_gone(struct daemon *d, struct profile *prof)
 {
 	int gone[256];
@@ -721,7 +723,7 @@ static void forget_gone(struct daemon *d, struct profile *prof)
 	hmap_for_each(&prof->procs, e) {
 		const struct pproc *pp = e->val;
 
-		if (n < 256 && kill(pp->pid, 0) && errno == ESRCH)
+		if (n < 256 && !pp->samples && kill(pp->pid, 0) && errno == ESRCH)
 			gone[n++] = pp->pid;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -810,8 +812,8 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 	if (d->cfg.stats)
 		log_stats(d, prof, nprocs, bytes, st, secs);
 	memcpy(d->prev_stats, st, sizeof(d->prev_stats));
+	forget_gone(d, prof); /* before the reset: it needs this interval's counts */
 	profile_reset_counts(prof);
-	forget_gone(d, prof);
 	d->interval_start = elapsed;
 	d->interval_unix_ns = end_ns;
 	d->intervals++;

@@ -426,11 +426,12 @@ void profile_reset_counts(struct profile *p)
 
 int profile_forget_proc(struct profile *p, int pid)
 {
+	struct pproc *pp = hmap_get(&p->procs, &pid, sizeof(pid));
 	struct hmap keep = { 0 };
 	int rc = 0;
 
-	if (p->samples.len)
-		return -1; /* samples may point at its stacks */
+	if (!pp || pp->samples)
+		return -1; /* samples point at its stacks */
 	hmap_for_each(&p->procs, s) {
 		struct pproc *pp = s->val;
 

@@ -108,8 +108,8 @@ const char *profile_thread_name(const struct profile *p, uint32_t tid);
  * names go; processes, their stacks and names stay, so keys the sampler
  * announced earlier are still known. */
 void profile_reset_counts(struct profile *p);
-/* Free everything kept for pid (it exited, or exec'ed: the loader sets it up
- * again).  Only between intervals: -1 if samples are held. */
+/* Free everything kept for pid (it exited).  -1 if it has samples (they
+ * point at its stacks) or is unknown. */
 int profile_forget_proc(struct profile *p, int pid);
 /* Number of processes with at least one sample. */
 size_t profile_nprocs_seen(const struct profile *p);
