@@ -913,6 +913,14 @@ int daemon_main(int argc, char **argv)
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;
 	o.top = 20;
+	/* At a low rate most samples would be the first of their stack since
+	 * the last drain, and cost an announcement: drain less often, but often
+	 * enough to cut intervals on time. */
+	o.drain_ms = (unsigned)(d.cfg.interval * 1000 / 4);
+	if (o.drain_ms < 1000)
+		o.drain_ms = 1000;
+	if (o.drain_ms > 5000)
+		o.drain_ms = 5000;
 	o.on_drain = on_drain;
 	o.want = want;
 	o.on_hup = on_hup;

@@ -376,7 +376,8 @@ static void run_loop(struct recorder *r, uint64_t start)
 {
 	const struct record_opts *o = r->o;
 	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
-	uint64_t next_drain = start + DRAIN_EVERY_NS, next_prune = start + PRUNE_EVERY_NS;
+	uint64_t drain_ns = o->drain_ms ? o->drain_ms * 1000000ull : DRAIN_EVERY_NS;
+	uint64_t next_drain = start + drain_ns, next_prune = start + PRUNE_EVERY_NS;
 
 	while (!stop_signal) {
 		uint64_t now;
@@ -385,7 +386,7 @@ static void run_loop(struct recorder *r, uint64_t start)
 		now = monotonic_ns();
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
-			next_drain = now + DRAIN_EVERY_NS;
+			next_drain = now + drain_ns;
 			if (o->on_drain) {
 				uint64_t st[STAT_NR];
 

@@ -29,6 +29,9 @@ struct record_opts {
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
+	unsigned drain_ms;           /* how often counts are moved to user space (0: 1000);
+				      * each drain makes the sampler announce every stack
+				      * again the first time it recurs */
 	/* Live views (top) and the daemon.  on_drain: after each drain of the
 	 * sampler's counts (about every second), with the profile so far and
 	 * the sampler's counters (enum stat_idx, since the start); once

@@ -365,3 +365,34 @@ def test_exec_keeps_two_programs_apart(tmp_path):
     f2 = {f for _, fr, _ in pprof_raw(str(out / second[0])) for f in fr}
     assert "first_program" in f1 and "leaf_a" not in f1, f1
     assert "leaf_a" in f2 and "first_program" not in f2, f2
+
+
+def test_dir_retention_by_bytes(tmp_path):
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "49", "-i", "1", "--dir", str(out), "--keep-bytes", "3K", "--python-only"],
+               tmp_path)
+    w = workload(tmp_path, 30)
+    try:
+        assert d.wait_log("stats:", timeout=30, count=6), d.text()
+    finally:
+        d.stop()
+        w.kill()
+        w.wait()
+    sizes = [os.path.getsize(out / f) for f in os.listdir(out)]
+    written = sum(s[1] for s in d.stats())
+    assert sizes and sum(sizes) <= 3072 and len(sizes) < written, (sizes, written)
+
+
+def test_journald_lines_carry_a_priority(tmp_path):
+    """Under systemd (JOURNAL_STREAM set) stderr lines start with <N>."""
+    env = dict(os.environ, JOURNAL_STREAM="8:12345")
+    p = subprocess.Popen([PYPERF, "daemon", "--dir", str(tmp_path / "p"), "-i", "1", "--stats"],
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = p.stderr.readline()
+        assert first.startswith("<6>profiling CPython processes"), first
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0
+    assert all(re.match(r"<[346]>", line) for line in err.splitlines()), err
