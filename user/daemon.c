@@ -707,7 +707,7 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
 	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,
-	     secs > 0 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0, rss_kb() / 1024.0);
+	     secs >= 0.5 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0, rss_kb() / 1024.0);
 	d->prev_sent_bytes = ss.sent_bytes;
 	d->prev_cpu = cpu;
 }
@@ -909,6 +909,8 @@ int daemon_main(int argc, char **argv)
 	d.prev_cpu = own_cpu();
 	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
 	memset(&o, 0, sizeof(o));
+	o.on_hup = on_hup;
+	record_install_signals(&o); /* a SIGTERM from now on still ends in a flush */
 	o.freq = d.cfg.freq;
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;

@@ -339,7 +339,7 @@ static bool any_pid_alive(const struct record_opts *o)
 	return false;
 }
 
-static void install_signals(const struct record_opts *o)
+void record_install_signals(const struct record_opts *o)
 {
 	struct sigaction sa;
 
@@ -537,7 +537,7 @@ int record_run(const struct record_opts *o)
 	memset(&r, 0, sizeof(r));
 	r.o = o;
 	profile_init(&r.prof);
-	install_signals(o);
+	record_install_signals(o);
 	if (sampler_check_privileges(err, sizeof(err)) || open_outputs(&r, err, sizeof(err)))
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)

@@ -48,6 +48,10 @@ struct record_opts {
 	void *cb_ctx;
 };
 
+/* SIGINT, SIGTERM, SIGQUIT (and SIGHUP without on_hup) stop a recording,
+ * also one not started yet; record_run installs this itself, a command that
+ * does work before it can install it earlier. */
+void record_install_signals(const struct record_opts *o);
 /* Run a recording; returns the process exit status. */
 int record_run(const struct record_opts *o);
 
