@@ -172,16 +172,17 @@ static int put_profile(FILE *f, const struct out_ctx *c, struct frames *fr,
 	if (!st)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		long k = stack_indices(fr, c, v[i], buf, cap);
+		long k = stack_indices(fr, c, v[i], buf, cap - 1);
 		struct thread_stack *t;
 
 		if (k < 0)
 			goto out;
-		t = hmap_get(&seen, buf, (size_t)k * sizeof(*buf) + 1);
+		buf[k] = -1; /* the key ends with it: an empty stack is a key too */
+		t = hmap_get(&seen, buf, ((size_t)k + 1) * sizeof(*buf));
 		if (!t) {
 			t = &st[ns++];
 			t->idx = malloc(((size_t)k + 1) * sizeof(*buf));
-			if (!t->idx || hmap_put(&seen, buf, (size_t)k * sizeof(*buf) + 1, t))
+			if (!t->idx || hmap_put(&seen, buf, ((size_t)k + 1) * sizeof(*buf), t))
 				goto out;
 			memcpy(t->idx, buf, (size_t)k * sizeof(*buf));
 			t->n = (size_t)k;

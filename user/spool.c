@@ -7,6 +7,7 @@
 
 #include <curl/curl.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -54,6 +55,53 @@ static int cmp_entry(const void *a, const void *b)
 	uint64_t x = ((const struct entry *)a)->seq, y = ((const struct entry *)b)->seq;
 
 	return x < y ? -1 : x > y;
+}
+
+/* libcurl is loaded when a spool opens, not linked: with its TLS, LDAP and
+ * Kerberos libraries it would add about 10 MB to the RSS of every run,
+ * pushing or not. */
+static struct {
+	CURLcode (*global_init)(long);
+	CURL *(*easy_init)(void);
+	void (*easy_reset)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
+	void (*easy_cleanup)(CURL *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} curl;
+
+static int load_curl(char *err, size_t errlen)
+{
+	static void *lib;
+	static const char *const names[] = {
+		"curl_global_init", "curl_easy_init", "curl_easy_reset", "curl_easy_setopt",
+		"curl_easy_perform", "curl_easy_getinfo", "curl_easy_strerror", "curl_easy_cleanup",
+		"curl_slist_append", "curl_slist_free_all",
+	};
+	void **slots = (void **)&curl;
+
+	if (lib)
+		return 0;
+	lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(err, errlen, "--push needs libcurl (Debian package libcurl4): %s", dlerror());
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		/* POSIX: a data pointer from dlsym may be used as a function pointer */
+		slots[i] = dlsym(lib, names[i]);
+		if (!slots[i]) {
+			snprintf(err, errlen, "libcurl.so.4 lacks %s", names[i]);
+			dlclose(lib);
+			lib = NULL;
+			return -1;
+		}
+	}
+	curl.global_init(CURL_GLOBAL_DEFAULT);
+	return 0;
 }
 
 /* The spooled files, oldest first (caller frees); NULL and 0 if none. */
@@ -140,23 +188,23 @@ static int post(CURL *c, const char *url, const char *path, uint64_t *bytes, cha
 		free(body);
 		return 0;
 	}
-	h = curl_slist_append(h, "Content-Type: application/octet-stream");
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, full);
-	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, nl + 1);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body + size - (nl + 1)));
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "pyperf-bpf");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
-	rc = curl_easy_perform(c);
+	h = curl.slist_append(h, "Content-Type: application/octet-stream");
+	curl.easy_reset(c);
+	curl.easy_setopt(c, CURLOPT_URL, full);
+	curl.easy_setopt(c, CURLOPT_POST, 1L);
+	curl.easy_setopt(c, CURLOPT_POSTFIELDS, nl + 1);
+	curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body + size - (nl + 1)));
+	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl.easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
+	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl.easy_setopt(c, CURLOPT_USERAGENT, "pyperf-bpf");
+	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
+	rc = curl.easy_perform(c);
 	if (rc != CURLE_OK) {
-		snprintf(why, whylen, "%s", curl_easy_strerror(rc));
+		snprintf(why, whylen, "%s", curl.easy_strerror(rc));
 	} else {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		if (status >= 200 && status < 300) {
 			*bytes = (uint64_t)(body + size - (nl + 1));
 			result = 1;
@@ -165,7 +213,7 @@ static int post(CURL *c, const char *url, const char *path, uint64_t *bytes, cha
 			result = status >= 500 || status == 408 || status == 429 ? 0 : -1;
 		}
 	}
-	curl_slist_free_all(h);
+	curl.slist_free_all(h);
 	free(full);
 	free(body);
 	return result;
@@ -204,7 +252,7 @@ static bool done(struct spool *s, bool idle)
 static void *uploader(void *arg)
 {
 	struct spool *s = arg;
-	CURL *c = curl_easy_init();
+	CURL *c = curl.easy_init();
 	double backoff = 0;
 	bool failing = false;
 
@@ -267,7 +315,7 @@ static void *uploader(void *arg)
 		free(v);
 	}
 	if (c)
-		curl_easy_cleanup(c);
+		curl.easy_cleanup(c);
 	return NULL;
 }
 
@@ -300,7 +348,8 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, c
 	free(v);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (load_curl(err, errlen))
+		goto fail;
 	if (pthread_create(&s->thread, NULL, uploader, s)) {
 		snprintf(err, errlen, "cannot start the uploader thread");
 		goto fail;
