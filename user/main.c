@@ -23,6 +23,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pyperf-bpf [record] [options] [-- COMMAND [ARGS...]]\n"
+		"       pyperf-bpf dump -p PID [--native]      every thread's stack, once\n"
+		"       pyperf-bpf top [-p PID] [-- COMMAND]   live view of the hot functions\n"
+		"       pyperf-bpf daemon [--config FILE] ...  continuous profiling\n"
+		"       (each command has its own --help)\n"
 		"\n"
 		"Sample the CPU stacks of CPython processes with eBPF.  Without -p or a\n"
 		"command, every CPython process on the host is profiled, including ones\n"
