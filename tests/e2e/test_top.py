@@ -117,3 +117,17 @@ def test_top_without_a_terminal_prints_refreshes(tmp_path):
 def test_top_bad_options(args, needle):
     r = run_pyperf(args)
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and needle in r.stderr, r.stderr
+
+
+def test_top_native_lists_native_functions(tmp_path):
+    """Python frames only by default (like py-spy top); --native adds the
+    interpreter's and libraries' functions."""
+    assert SUPPORTED, "no supported CPython"
+    args = ["--", SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "2", str(tmp_path / "t.json")]
+    plain = run_pyperf(["top"] + args)
+    native = run_pyperf(["top", "--native"] + args)
+    assert plain.returncode == 0 and native.returncode == 0, plain.stderr + native.stderr
+    def files(out):
+        return {m for m in re.findall(r"\((\S+?)\)$", out, re.M)}
+    assert all(f.endswith(".py") or f.startswith("<") for f in files(plain.stdout)), files(plain.stdout)
+    assert any(not (f.endswith(".py") or f.startswith("<")) for f in files(native.stdout)), native.stdout
