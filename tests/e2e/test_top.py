@@ -128,6 +128,6 @@ def test_top_native_lists_native_functions(tmp_path):
     native = run_pyperf(["top", "--native"] + args)
     assert plain.returncode == 0 and native.returncode == 0, plain.stderr + native.stderr
     def files(out):
-        return {m for m in re.findall(r"\((\S+?)\)$", out, re.M)}
+        return {m.group(1) for line in table_rows(out) for m in [re.search(r"\((\S+?)\)$", line)] if m}
     assert all(f.endswith(".py") or f.startswith("<") for f in files(plain.stdout)), files(plain.stdout)
     assert any(not (f.endswith(".py") or f.startswith("<")) for f in files(native.stdout)), native.stdout
