@@ -529,6 +529,7 @@ static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint3
 	struct out_ctx c;
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
+	int rc;
 
 	if (!f)
 		return NULL;
@@ -542,9 +543,8 @@ static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint3
 	c.start_unix_ns = d->interval_unix_ns;
 	c.pid = pid;
 	c.gen = gen;
-	if (out_pprof(f, &c) || fclose(f)) {
-		if (f)
-			fclose(f);
+	rc = out_pprof(f, &c);
+	if (fclose(f) || rc) {
 		free(buf);
 		return NULL;
 	}

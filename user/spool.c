@@ -401,6 +401,15 @@ int spool_add(struct spool *s, const char *query, const void *data, size_t len, 
 	FILE *f;
 	int fd;
 
+	if (qlen + 1 + len > s->max_bytes) { /* it would never fit */
+		pthread_mutex_lock(&s->lock);
+		s->st.dropped++;
+		s->st.dropped_bytes += qlen + 1 + len;
+		pthread_mutex_unlock(&s->lock);
+		dlog(DLOG_WARN, "spool %s is full (%llu bytes at most): dropped a profile of %zu bytes",
+		     s->dir, (unsigned long long)s->max_bytes, len);
+		return 0;
+	}
 	make_room(s, qlen + 1 + len);
 	snprintf(tmp, sizeof(tmp), "%s/.new.XXXXXX", s->dir);
 	fd = mkostemp(tmp, O_CLOEXEC);
