@@ -29,13 +29,9 @@ static void put_json(FILE *f, const char *str)
 	fputc('"', f);
 	while (*s) {
 		unsigned char c = *s;
-		int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 :
-			  (c & 0xf8) == 0xf0 ? 4 : 0;
-		bool ok = len > 0 && !(len == 2 && c < 0xc2) && !(len == 4 && c > 0xf4);
+		int len = out_utf8_len((const char *)s);
 
-		for (int i = 1; ok && i < len; i++)
-			ok = (s[i] & 0xc0) == 0x80;
-		if (!ok) {
+		if (!len) {
 			fputs("\xef\xbf\xbd", f);
 			s++;
 		} else if (c == '"' || c == '\\') {

@@ -42,6 +42,21 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 		sb_puts(b, "[incomplete];");  /* the walk met unreadable memory */
 }
 
+int out_utf8_len(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c = s[0];
+	int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 :
+		  (c & 0xf8) == 0xf0 ? 4 : 0;
+
+	if ((len == 2 && c < 0xc2) || (len == 4 && c > 0xf4))
+		return 0; /* overlong, or beyond U+10FFFF */
+	for (int i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
 struct psample **out_samples(const struct out_ctx *c, size_t *n)
 {
 	struct psample **v = profile_samples(c->prof, n);

@@ -35,6 +35,9 @@ void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines);
  * [incomplete] when the stack misses its root side), each followed by ';'. */
 void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psample *s);
 
+/* Bytes of the UTF-8 character at s (1 to 4), or 0 if the bytes there are
+ * not one (formats that must be valid UTF-8 replace those). */
+int out_utf8_len(const char *s);
 /* The samples a writer shows (profile_samples, limited to c->pid and
  * c->gen); the
  * caller frees the array.  NULL when out of memory. */
