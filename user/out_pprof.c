@@ -18,7 +18,10 @@
  * executable segments).  The addresses are ELF addresses, not run-time ones,
  * because one profile may span processes that loaded the binary at different
  * places; the Mappings say has_functions, so readers use our names.
- * Samples that become identical (--no-lines) are merged. */
+ * Samples that become identical (--no-lines) are merged.  Strings that are
+ * not UTF-8 get U+FFFD for the bad bytes, as proto3 requires.  Ids and string
+ * indices are given in the order of the (stable) sample list and the gzip
+ * header has no time stamp, so equal profiles give equal files. */
 #include "output.h"
 #include "profile.pb-c.h"
 
@@ -67,7 +70,7 @@ struct builder {
 	const struct out_ctx *c;
 	struct vec strings;          /* char *, owned */
 	struct hmap string_ids;      /* string -> index + 1 */
-	struct vec funcs, locs, lines, maps, samples, labels;
+	struct vec funcs, locs, maps, samples, labels;
 	struct hmap func_ids;        /* key -> id */
 	struct hmap loc_ids;
 	struct hmap map_ids;         /* struct pybin * -> id */
@@ -75,17 +78,43 @@ struct builder {
 	bool failed;
 };
 
+/* a malloc'd copy of s in which bytes that are not UTF-8 (a comm cut in the
+ * middle of a character, a binary's path) become U+FFFD: proto3 strings must
+ * be UTF-8, and strict readers refuse the whole profile otherwise */
+static char *utf8_copy(const char *s)
+{
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	while (*s) {
+		int len = out_utf8_len(s);
+
+		if (len) {
+			memcpy(o, s, (size_t)len);
+			o += len;
+			s += len;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			s++;
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+/* the string table index of s, added on first use */
 static int64_t str_id(struct builder *b, const char *s)
 {
 	size_t len = strlen(s) + 1; /* with the NUL: "" is a key too */
 	uintptr_t id = (uintptr_t)hmap_get(&b->string_ids, s, len);
-	char *copy;
 
 	if (id)
 		return (int64_t)id - 1;
-	copy = strdup(s);
 	id = b->strings.n + 1;
-	if (vec_push(&b->strings, copy) || hmap_put(&b->string_ids, s, len, (void *)id)) {
+	if (vec_push(&b->strings, utf8_copy(s)) ||
+	    hmap_put(&b->string_ids, s, len, (void *)id)) {
 		b->failed = true;
 		return 0;
 	}
@@ -157,42 +186,37 @@ struct loc_key {
 	uint64_t mapping, address;
 };
 
+/* a Location and its one Line, in one allocation (freed as the Location) */
+struct loc_box {
+	Location loc;
+	Line *linep;
+	Line line;
+};
+
 static uint64_t loc_id(struct builder *b, uint64_t func, int64_t line, uint64_t mapping,
 		       uint64_t address)
 {
 	struct loc_key k = { func, line, mapping, address };
 	uintptr_t id = (uintptr_t)hmap_get(&b->loc_ids, &k, sizeof(k));
-	Location *l;
-	Line *ln;
+	struct loc_box *x;
 
 	if (id)
 		return id;
-	l = malloc(sizeof(*l));
-	ln = malloc(sizeof(*ln));
-	if (l && ln) {
-		perftools__profiles__location__init(l);
-		perftools__profiles__line__init(ln);
-		ln->function_id = func;
-		ln->line = line;
-		l->id = b->locs.n + 1;
-		l->mapping_id = mapping;
-		l->address = address;
-		l->n_line = 1;
-		l->line = malloc(sizeof(*l->line));
-		if (l->line)
-			l->line[0] = ln;
-	}
-	if (!l || !ln || !l->line) {
-		if (l)
-			free(l->line);
-		free(l);
-		free(ln);
-		b->failed = true;
-		return 0;
-	}
 	id = b->locs.n + 1;
-	if (vec_push(&b->lines, ln) || vec_push(&b->locs, l) ||
-	    hmap_put(&b->loc_ids, &k, sizeof(k), (void *)id))
+	x = malloc(sizeof(*x));
+	if (x) {
+		perftools__profiles__location__init(&x->loc);
+		perftools__profiles__line__init(&x->line);
+		x->line.function_id = func;
+		x->line.line = line;
+		x->linep = &x->line;
+		x->loc.id = id;
+		x->loc.mapping_id = mapping;
+		x->loc.address = address;
+		x->loc.n_line = 1;
+		x->loc.line = &x->linep;
+	}
+	if (vec_push(&b->locs, x) || hmap_put(&b->loc_ids, &k, sizeof(k), (void *)id))
 		b->failed = true;
 	return id;
 }
@@ -313,20 +337,6 @@ out:
 	free(v);
 }
 
-static ValueType *value_type(struct builder *b, const char *type, const char *unit)
-{
-	ValueType *t = malloc(sizeof(*t));
-
-	if (!t) {
-		b->failed = true;
-		return NULL;
-	}
-	perftools__profiles__value_type__init(t);
-	t->type = str_id(b, type);
-	t->unit = str_id(b, unit);
-	return t;
-}
-
 /* gzip (mtime 0, so equal profiles give equal files) and write */
 static int write_gzip(FILE *f, const uint8_t *data, size_t len)
 {
@@ -341,20 +351,23 @@ static int write_gzip(FILE *f, const uint8_t *data, size_t len)
 	}
 	z.next_in = (uint8_t *)data;
 	z.avail_in = (uInt)len;
+	errno = 0;
 	do {
+		size_t have;
+
 		z.next_out = out;
 		z.avail_out = sizeof(out);
 		rc = deflate(&z, Z_FINISH);
-		if (rc == Z_STREAM_ERROR ||
-		    fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
-			deflateEnd(&z);
-			if (!errno)
-				errno = EIO;
-			return -1;
-		}
+		have = sizeof(out) - z.avail_out;
+		if (rc == Z_STREAM_ERROR || fwrite(out, 1, have, f) != have)
+			break;
 	} while (rc != Z_STREAM_END);
 	deflateEnd(&z);
-	return 0;
+	if (rc == Z_STREAM_END && !ferror(f))
+		return 0;
+	if (!errno)
+		errno = rc == Z_STREAM_ERROR ? EINVAL : EIO;
+	return -1;
 }
 
 static void free_vec(struct vec *a, void (*fn)(void *))
@@ -362,12 +375,6 @@ static void free_vec(struct vec *a, void (*fn)(void *))
 	for (size_t i = 0; i < a->n; i++)
 		fn(a->v[i]);
 	free(a->v);
-}
-
-static void free_location(void *p)
-{
-	free(((Location *)p)->line);
-	free(p);
 }
 
 static void free_sample(void *p)
@@ -380,55 +387,58 @@ static void free_sample(void *p)
 	free(s);
 }
 
+static int pack_and_write(FILE *f, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len + 1);
+	int rc;
+
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	protobuf_c_message_pack(m, buf);
+	rc = write_gzip(f, buf, len);
+	free(buf);
+	return rc;
+}
+
 static int encode(struct builder *b, FILE *f, int64_t period)
 {
 	Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
-	ValueType *types[2], *pt;
-	int64_t comment;
-	uint8_t *buf = NULL;
-	size_t len;
-	int rc = -1;
+	ValueType count = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	ValueType cpu = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	ValueType *types[2] = { &count, &cpu };
+	int64_t comment = str_id(b, b->c->title ? b->c->title : "pyperf-bpf");
 
-	types[0] = value_type(b, "samples", "count");
-	types[1] = value_type(b, "cpu", "nanoseconds");
-	pt = value_type(b, "cpu", "nanoseconds");
-	comment = str_id(b, b->c->title ? b->c->title : "pyperf-bpf");
-	if (!b->failed) {
-		p.n_sample_type = 2;
-		p.sample_type = types;
-		p.n_sample = b->samples.n;
-		p.sample = (Sample **)b->samples.v;
-		p.n_mapping = b->maps.n;
-		p.mapping = (Mapping **)b->maps.v;
-		p.n_location = b->locs.n;
-		p.location = (Location **)b->locs.v;
-		p.n_function = b->funcs.n;
-		p.function = (Function **)b->funcs.v;
-		p.n_string_table = b->strings.n;
-		p.string_table = (char **)b->strings.v;
-		p.time_nanos = (int64_t)b->c->start_unix_ns;
-		p.duration_nanos = (int64_t)(b->c->duration_s * 1e9);
-		p.period_type = pt;
-		p.period = period;
-		p.n_comment = 1;
-		p.comment = &comment;
-		p.default_sample_type = types[1]->type;
-		len = protobuf_c_message_get_packed_size(&p.base);
-		buf = malloc(len + 1);
-		if (buf) {
-			protobuf_c_message_pack(&p.base, buf);
-			rc = write_gzip(f, buf, len);
-		} else {
-			errno = ENOMEM;
-		}
-	} else {
+	count.type = str_id(b, "samples");
+	count.unit = str_id(b, "count");
+	cpu.type = str_id(b, "cpu");
+	cpu.unit = str_id(b, "nanoseconds");
+	if (b->failed) {
 		errno = ENOMEM;
+		return -1;
 	}
-	free(buf);
-	free(types[0]);
-	free(types[1]);
-	free(pt);
-	return rc;
+	p.n_sample_type = 2;
+	p.sample_type = types;
+	p.default_sample_type = cpu.type;
+	p.period_type = &cpu;
+	p.period = period;
+	p.n_sample = b->samples.n;
+	p.sample = (Sample **)b->samples.v;
+	p.n_mapping = b->maps.n;
+	p.mapping = (Mapping **)b->maps.v;
+	p.n_location = b->locs.n;
+	p.location = (Location **)b->locs.v;
+	p.n_function = b->funcs.n;
+	p.function = (Function **)b->funcs.v;
+	p.n_string_table = b->strings.n;
+	p.string_table = (char **)b->strings.v;
+	p.time_nanos = (int64_t)b->c->start_unix_ns;
+	p.duration_nanos = (int64_t)(b->c->duration_s * 1e9);
+	p.n_comment = 1;
+	p.comment = &comment;
+	return pack_and_write(f, &p.base);
 }
 
 int out_pprof(FILE *f, const struct out_ctx *c)
@@ -444,8 +454,7 @@ int out_pprof(FILE *f, const struct out_ctx *c)
 	rc = b.failed ? (errno = ENOMEM, -1) : encode(&b, f, period);
 	free_vec(&b.strings, free);
 	free_vec(&b.funcs, free);
-	free_vec(&b.locs, free_location);
-	free_vec(&b.lines, free);
+	free_vec(&b.locs, free);
 	free_vec(&b.maps, free);
 	free_vec(&b.samples, free_sample);
 	free_vec(&b.labels, free);
