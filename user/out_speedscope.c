@@ -2,17 +2,28 @@
  * (https://www.speedscope.app/file-format-schema.json), which speedscope
  * opens with its time-ordered, left-heavy and sandwich views.
  *
- * Frames are shared by all profiles: Python frames as {name, file, line}
- * (one frame per line, or per function with --no-lines, line being the
- * function's first), native frames as {name: symbol, file: binary}, kernel
- * frames as {name: "SYM_[k]", file: "[kernel]"}, and the "[truncated]" /
- * "[incomplete]" markers as root-side frames, so that every stack has the
- * frames of the folded output.  One "sampled" profile per thread (process
- * and thread in its name), ordered by pid and tid; its samples are frame
- * indices root first, each with a weight in nanoseconds of CPU (count x
- * period), so speedscope shows times; identical stacks of a thread are one
- * sample.  Strings are valid JSON whatever bytes the names hold: invalid
- * UTF-8 becomes U+FFFD. */
+ * The file is one JSON object: {"$schema", "shared": {"frames"}, "profiles",
+ * "name", "activeProfileIndex", "exporter"}.  Frames are shared by all
+ * profiles and written once per distinct content:
+ *   Python   {name: function, file: source, line}: the current line, or with
+ *            --no-lines the function's first line (one frame per function,
+ *            and speedscope still points at its def);
+ *   native   {name: symbol, file: binary} ("[unknown]" has no file);
+ *   kernel   {name: "SYM_[k]", file: "[kernel]"}, named as in folded output;
+ *   markers  {name: "[truncated]"} and the like: "[truncated]" and
+ *            "[incomplete]" are root-side frames, as in folded output.
+ * There is no process or thread frame: each thread is its own "sampled"
+ * profile, named "PID COMMAND / thread TID NAME", in order of pid and tid;
+ * the busiest one is the active profile.  A profile's samples are frame
+ * indices root first, identical stacks merged in the order profile_samples
+ * gives them, so every stack and count of the folded output is there.  A
+ * recording without samples has no profiles, which the schema allows.
+ *
+ * Weights are nanoseconds of CPU (count x sampling period), so speedscope
+ * shows times rather than bare counts; count = weight / period exactly, the
+ * period being 1e9 / freq rounded down (without a frequency, unit "none"
+ * and weights are counts).  Strings are valid JSON whatever
+ * bytes the names hold: invalid UTF-8 becomes U+FFFD. */
 #include "output.h"
 
 #include <errno.h>
@@ -21,252 +32,380 @@
 
 #define VERSION "0.1.0"
 
-/* JSON string of s: escapes, and U+FFFD for bytes that are not UTF-8 */
-static void put_json(FILE *f, const char *str)
+/* s as a JSON string: quote, backslash and controls escaped, U+FFFD for
+ * bytes that are not UTF-8 */
+static void sb_json(struct sbuf *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
-	fputc('"', f);
+	sb_putc(b, '"');
 	while (*s) {
-		unsigned char c = *s;
 		int len = out_utf8_len((const char *)s);
 
 		if (!len) {
-			fputs("\xef\xbf\xbd", f);
-			s++;
-		} else if (c == '"' || c == '\\') {
-			fprintf(f, "\\%c", c);
-			s++;
-		} else if (c < 0x20) {
-			fprintf(f, "\\u%04x", c);
-			s++;
+			sb_puts(b, "\xef\xbf\xbd");
+			len = 1;
+		} else if (*s == '"' || *s == '\\') {
+			sb_putc(b, '\\');
+			sb_putc(b, (char)*s);
+		} else if (*s < 0x20) {
+			sb_printf(b, "\\u%04x", *s);
 		} else {
-			fwrite(s, 1, (size_t)len, f);
-			s += len;
+			for (int i = 0; i < len; i++)
+				sb_putc(b, (char)s[i]);
 		}
+		s += len;
 	}
-	fputc('"', f);
+	sb_putc(b, '"');
 }
 
-enum { FK_FUNC, FK_KERNEL, FK_MARK };
+/* The shared frames: each distinct frame's JSON text, in first-use order. */
+struct frames {
+	struct hmap by_ref;          /* struct frame_ref -> index + 1 */
+	struct hmap by_text;         /* frame JSON -> index + 1 */
+	char **text;
+	size_t n, cap;
+	struct sbuf tmp;
+};
 
-struct frame_key {
-	const void *id;              /* struct pyfunc *, a kernel name, or a marker */
-	int kind;                    /* FK_* */
+/* A frame as the profile holds it: a function (or kernel name, or marker)
+ * pointer and, for Python, its line.  Cheaper to look up than the text. */
+struct frame_ref {
+	const void *id;
+	int kind;                    /* enum pyfunc_kind, or REF_KERNEL */
 	int line;
 };
 
-struct frames {
-	struct hmap index;           /* struct frame_key -> index + 1 */
-	struct frame_key *v;
+#define REF_KERNEL 100
+
+static void render_frame(struct sbuf *b, const struct frame_ref *r)
+{
+	const struct pyfunc *fn = r->id;
+
+	sb_reset(b);
+	sb_puts(b, "{\"name\":");
+	if (r->kind == REF_KERNEL) {
+		struct sbuf name = { 0 };
+
+		sb_printf(&name, "%s_[k]", (const char *)r->id);
+		sb_json(b, sb_str(&name));
+		b->failed |= !sb_ok(&name);
+		sb_free(&name);
+		sb_puts(b, ",\"file\":\"[kernel]\"}");
+		return;
+	}
+	sb_json(b, fn->name);
+	if (fn->kind != FN_MARK && fn->file[0]) {
+		sb_puts(b, ",\"file\":");
+		sb_json(b, fn->file);
+	}
+	if (fn->kind == FN_PYTHON)
+		sb_printf(b, ",\"line\":%d", r->line);
+	sb_putc(b, '}');
+}
+
+static int add_text(struct frames *fr, const char *text)
+{
+	char *copy = strdup(text);
+
+	if (fr->n == fr->cap) {
+		size_t cap = fr->cap ? fr->cap * 2 : 256;
+		char **v = realloc(fr->text, cap * sizeof(*v));
+
+		if (!v) {
+			free(copy);
+			return -1;
+		}
+		fr->text = v;
+		fr->cap = cap;
+	}
+	if (!copy || hmap_put(&fr->by_text, text, strlen(text), (void *)(uintptr_t)(fr->n + 1))) {
+		free(copy);
+		return -1;
+	}
+	fr->text[fr->n++] = copy;
+	return 0;
+}
+
+/* Index of the frame, added if new; -1 when out of memory. */
+static long frame_index(struct frames *fr, int kind, const void *id, int line)
+{
+	struct frame_ref r;
+	uintptr_t i;
+
+	memset(&r, 0, sizeof(r)); /* the key is compared bytewise */
+	r.id = id;
+	r.kind = kind;
+	r.line = line;
+	i = (uintptr_t)hmap_get(&fr->by_ref, &r, sizeof(r));
+	if (i)
+		return (long)i - 1;
+	/* the same frame can come from several pointers: the same function in
+	 * two processes, a kernel symbol at two addresses */
+	render_frame(&fr->tmp, &r);
+	if (!sb_ok(&fr->tmp))
+		return -1;
+	i = (uintptr_t)hmap_get(&fr->by_text, fr->tmp.s, fr->tmp.len);
+	if (!i) {
+		if (add_text(fr, fr->tmp.s))
+			return -1;
+		i = fr->n;
+	}
+	if (hmap_put(&fr->by_ref, &r, sizeof(r), (void *)i))
+		return -1;
+	return (long)i - 1;
+}
+
+static void frames_free(struct frames *fr)
+{
+	for (size_t i = 0; i < fr->n; i++)
+		free(fr->text[i]);
+	free(fr->text);
+	hmap_free(&fr->by_ref, NULL);
+	hmap_free(&fr->by_text, NULL);
+	sb_free(&fr->tmp);
+}
+
+/* A stack as frame indices, root first. */
+struct ivec {
+	uint32_t *v;
 	size_t n, cap;
 };
 
-static long frame_index(struct frames *fr, int kind, const void *id, int line)
+static int ivec_push(struct ivec *iv, long long i)
 {
-	struct frame_key k;
-	uintptr_t i;
-
-	memset(&k, 0, sizeof(k));
-	k.id = id;
-	k.kind = kind;
-	k.line = line;
-	i = (uintptr_t)hmap_get(&fr->index, &k, sizeof(k));
-	if (i)
-		return (long)i - 1;
-	if (fr->n == fr->cap) {
-		size_t cap = fr->cap ? fr->cap * 2 : 256;
-		struct frame_key *v = realloc(fr->v, cap * sizeof(*v));
+	if (i < 0)
+		return -1;
+	if (iv->n == iv->cap) {
+		size_t cap = iv->cap ? iv->cap * 2 : 256;
+		uint32_t *v = realloc(iv->v, cap * sizeof(*v));
 
 		if (!v)
 			return -1;
-		fr->v = v;
-		fr->cap = cap;
+		iv->v = v;
+		iv->cap = cap;
 	}
-	fr->v[fr->n] = k;
-	if (hmap_put(&fr->index, &k, sizeof(k), (void *)(uintptr_t)(fr->n + 1)))
-		return -1;
-	return (long)fr->n++;
+	iv->v[iv->n++] = (uint32_t)i;
+	return 0;
 }
 
-/* Frame indices of s, root first, into out; returns how many or -1. */
-static long stack_indices(struct frames *fr, const struct out_ctx *c, const struct psample *s,
-			  long *out, size_t cap)
+/* The frame indices of sample s, root first, into iv (emptied first). */
+static int stack_indices(struct frames *fr, const struct out_ctx *c, const struct psample *s,
+			 struct ivec *iv)
 {
-	size_t n = 0;
+	static struct pyfunc truncated = { .name = "[truncated]", .file = "", .kind = FN_MARK };
+	static struct pyfunc incomplete = { .name = "[incomplete]", .file = "", .kind = FN_MARK };
+	const struct kstack *ks = s->kstack;
 
-	if ((s->stack->flags & STACK_TRUNCATED) && n < cap)
-		out[n++] = frame_index(fr, FK_MARK, "[truncated]", 0);
-	if ((s->stack->flags & STACK_BAD_READ) && n < cap)
-		out[n++] = frame_index(fr, FK_MARK, "[incomplete]", 0);
-	for (uint32_t j = s->stack->nframes; j-- > 0 && n < cap;) {
+	iv->n = 0;
+	if ((s->stack->flags & STACK_TRUNCATED) &&
+	    ivec_push(iv, frame_index(fr, FN_MARK, &truncated, 0)))
+		return -1;
+	if ((s->stack->flags & STACK_BAD_READ) &&
+	    ivec_push(iv, frame_index(fr, FN_MARK, &incomplete, 0)))
+		return -1;
+	for (uint32_t j = s->stack->nframes; j-- > 0;) {
 		const struct pframe *pf = &s->stack->frames[j];
 		int line = 0;
 
 		if (pf->fn->kind == FN_PYTHON)
 			line = c->lines ? pyfunc_line(pf->fn, pf->instr) : pf->fn->firstlineno;
-		out[n++] = frame_index(fr, FK_FUNC, pf->fn, line);
-	}
-	/* kernel names are interned per profile: the pointer stands for the name */
-	for (uint32_t j = s->kstack ? s->kstack->n : 0; j-- > 0 && n < cap;)
-		out[n++] = frame_index(fr, FK_KERNEL, s->kstack->names[j], 0);
-	for (size_t k = 0; k < n; k++)
-		if (out[k] < 0)
+		if (ivec_push(iv, frame_index(fr, pf->fn->kind, pf->fn, line)))
 			return -1;
-	return (long)n;
+	}
+	for (uint32_t j = ks ? ks->n : 0; j-- > 0;) {
+		const char *name = ks->names[j] ? ks->names[j] : "[unknown]";
+
+		if (ivec_push(iv, frame_index(fr, REF_KERNEL, name, 0)))
+			return -1;
+	}
+	return 0;
 }
 
-static void put_frame(FILE *f, const struct frame_key *k)
-{
-	const struct pyfunc *fn;
-
-	if (k->kind == FK_MARK) {
-		fputs("{\"name\":", f);
-		put_json(f, k->id);
-		fputc('}', f);
-		return;
-	}
-	if (k->kind == FK_KERNEL) {
-		char name[512];
-
-		snprintf(name, sizeof(name), "%s_[k]", (const char *)k->id);
-		fputs("{\"name\":", f);
-		put_json(f, name);
-		fputs(",\"file\":\"[kernel]\"}", f);
-		return;
-	}
-	fn = k->id;
-	fputs("{\"name\":", f);
-	put_json(f, fn->name);
-	if (fn->file[0]) {
-		fputs(",\"file\":", f);
-		put_json(f, fn->file);
-	}
-	if (fn->kind == FN_PYTHON)
-		fprintf(f, ",\"line\":%d", k->line);
-	fputc('}', f);
-}
-
-struct thread_stack {
-	long *idx;
+/* A distinct stack of a thread and its count. */
+struct tstack {
+	uint32_t *v;                 /* frame indices, root first */
 	size_t n;
 	uint64_t count;
 };
 
-/* one thread's samples v[0..n): identical stacks merged, in first-seen order */
-static int put_profile(FILE *f, const struct out_ctx *c, struct frames *fr,
-		       struct psample **v, size_t n, long *buf, size_t cap, uint64_t period)
+/* One thread's distinct stacks, in first-seen order. */
+struct thread_prof {
+	struct hmap index;           /* frame indices + END -> struct tstack * */
+	struct tstack *st;
+	size_t n;
+	uint64_t count;
+};
+
+#define END UINT32_MAX           /* ends each key: an empty stack is a key too */
+
+static int thread_add(struct thread_prof *t, struct ivec *iv, uint64_t count)
 {
-	const struct pproc *pp = hmap_get(&c->prof->procs, &v[0]->stack->pid, sizeof(int));
-	struct hmap seen = { 0 };
-	struct thread_stack *st = calloc(n, sizeof(*st));
-	size_t ns = 0;
-	uint64_t total = 0;
-	char name[512];
+	struct tstack *ts;
+	size_t klen;
+
+	if (ivec_push(iv, END))
+		return -1;
+	klen = iv->n * sizeof(*iv->v);
+	ts = hmap_get(&t->index, iv->v, klen);
+	if (!ts) {
+		ts = &t->st[t->n];
+		ts->v = malloc(klen);
+		if (!ts->v || hmap_put(&t->index, iv->v, klen, ts)) {
+			free(ts->v);
+			return -1;
+		}
+		memcpy(ts->v, iv->v, klen);
+		ts->n = iv->n - 1;
+		ts->count = 0;
+		t->n++;
+	}
+	ts->count += count;
+	t->count += count;
+	return 0;
+}
+
+static void thread_free(struct thread_prof *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->st[i].v);
+	free(t->st);
+	hmap_free(&t->index, NULL);
+}
+
+/* "PID COMMAND / thread TID NAME" */
+static void profile_name(struct sbuf *b, const struct out_ctx *c, const struct psample *s)
+{
+	const struct pproc *pp = hmap_get(&c->prof->procs, &s->stack->pid, sizeof(int));
+	struct sbuf name = { 0 };
+
+	sb_printf(&name, "%u %s / thread %u %s", s->stack->pid,
+		  pp && pp->cmdline[0] ? pp->cmdline : pp ? pp->comm : "?", s->tid,
+		  profile_thread_name(c->prof, s->tid));
+	sb_json(b, sb_str(&name));
+	b->failed |= !sb_ok(&name);
+	sb_free(&name);
+}
+
+static void put_thread(struct sbuf *b, const struct out_ctx *c, const struct psample *first,
+		       const struct thread_prof *t, uint64_t period)
+{
+	sb_puts(b, "{\"type\":\"sampled\",\"name\":");
+	profile_name(b, c, first);
+	sb_printf(b, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+		  c->freq > 0 ? "nanoseconds" : "none", (unsigned long long)(t->count * period));
+	for (size_t i = 0; i < t->n; i++) {
+		sb_puts(b, i ? ",[" : "[");
+		for (size_t j = 0; j < t->st[i].n; j++)
+			sb_printf(b, j ? ",%u" : "%u", t->st[i].v[j]);
+		sb_putc(b, ']');
+	}
+	sb_puts(b, "],\"weights\":[");
+	for (size_t i = 0; i < t->n; i++)
+		sb_printf(b, i ? ",%llu" : "%llu", (unsigned long long)(t->st[i].count * period));
+	sb_puts(b, "]}");
+}
+
+/* The profile of one thread's samples v[0..n) appended to b; its total
+ * count in *count. */
+static int thread_profile(struct sbuf *b, const struct out_ctx *c, struct frames *fr,
+			  struct psample **v, size_t n, uint64_t period, uint64_t *count)
+{
+	struct thread_prof t = { .st = calloc(n, sizeof(*t.st)) };
+	struct ivec iv = { 0 };
 	int rc = -1;
 
-	if (!st)
+	if (!t.st)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		long k = stack_indices(fr, c, v[i], buf, cap - 1);
-		struct thread_stack *t;
-
-		if (k < 0)
+	for (size_t i = 0; i < n; i++)
+		if (stack_indices(fr, c, v[i], &iv) || thread_add(&t, &iv, v[i]->count))
 			goto out;
-		buf[k] = -1; /* the key ends with it: an empty stack is a key too */
-		t = hmap_get(&seen, buf, ((size_t)k + 1) * sizeof(*buf));
-		if (!t) {
-			t = &st[ns++];
-			t->idx = malloc(((size_t)k + 1) * sizeof(*buf));
-			if (!t->idx || hmap_put(&seen, buf, ((size_t)k + 1) * sizeof(*buf), t))
-				goto out;
-			memcpy(t->idx, buf, (size_t)k * sizeof(*buf));
-			t->n = (size_t)k;
-		}
-		t->count += v[i]->count;
-		total += v[i]->count * period;
-	}
-	snprintf(name, sizeof(name), "%u %s / thread %u %s", v[0]->stack->pid,
-		 pp && pp->cmdline[0] ? pp->cmdline : pp ? pp->comm : "?", v[0]->tid,
-		 profile_thread_name(c->prof, v[0]->tid));
-	fputs("{\"type\":\"sampled\",\"name\":", f);
-	put_json(f, name);
-	fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-		(unsigned long long)total);
-	for (size_t i = 0; i < ns; i++) {
-		fputs(i ? ",[" : "[", f);
-		for (size_t j = 0; j < st[i].n; j++)
-			fprintf(f, j ? ",%ld" : "%ld", st[i].idx[j]);
-		fputc(']', f);
-	}
-	fputs("],\"weights\":[", f);
-	for (size_t i = 0; i < ns; i++)
-		fprintf(f, i ? ",%llu" : "%llu", (unsigned long long)(st[i].count * period));
-	fputs("]}", f);
-	rc = 0;
+	put_thread(b, c, v[0], &t, period);
+	*count = t.count;
+	rc = sb_ok(b) ? 0 : -1;
 out:
-	for (size_t i = 0; i < ns; i++)
-		free(st[i].idx);
-	free(st);
-	hmap_free(&seen, NULL);
+	free(iv.v);
+	thread_free(&t);
 	return rc;
+}
+
+/* All profiles, comma separated, into b; *active is the busiest one. */
+static int all_profiles(struct sbuf *b, const struct out_ctx *c, struct frames *fr,
+			struct psample **v, size_t n, uint64_t period, size_t *active)
+{
+	uint64_t best = 0;
+	size_t nprof = 0;
+
+	*active = 0;
+	/* profile_samples sorts by pid, then tid: a thread's samples are a run */
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t count = 0;
+
+		for (j = i; j < n && v[j]->stack->pid == v[i]->stack->pid && v[j]->tid == v[i]->tid;)
+			j++;
+		if (nprof)
+			sb_putc(b, ',');
+		if (thread_profile(b, c, fr, v + i, j - i, period, &count))
+			return -1;
+		if (count > best) {
+			best = count;
+			*active = nprof;
+		}
+		nprof++;
+	}
+	return 0;
+}
+
+static void put_file(FILE *f, const struct out_ctx *c, const struct frames *fr,
+		     const struct sbuf *profiles, size_t active, struct sbuf *tmp)
+{
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+	      "\"shared\":{\"frames\":[", f);
+	for (size_t i = 0; i < fr->n; i++) {
+		if (i)
+			fputc(',', f);
+		fputs(fr->text[i], f);
+	}
+	fputs("]},\"profiles\":[", f);
+	fwrite(sb_str(profiles), 1, profiles->len, f);
+	fputs("],\"name\":", f);
+	/* never empty: speedscope would fall back to profiles[0].name, and an
+	 * empty recording has no profiles */
+	sb_reset(tmp);
+	sb_json(tmp, c->title && c->title[0] ? c->title : "pyperf-bpf");
+	fputs(sb_str(tmp), f);
+	fprintf(f, ",\"activeProfileIndex\":%zu,\"exporter\":\"pyperf-bpf " VERSION "\"}\n",
+		active);
 }
 
 int out_speedscope(FILE *f, const struct out_ctx *c)
 {
-	size_t n, cap = PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH + 8;
+	size_t n = 0, active = 0;
 	struct psample **v = out_samples(c, &n);
+	/* no frequency: weights are counts, unit "none" */
 	uint64_t period = c->freq > 0 ? 1000000000ull / (uint64_t)c->freq : 1;
 	struct frames fr;
-	long *buf = malloc(cap * sizeof(*buf));
-	char *profiles = NULL;
-	size_t plen = 0;
-	FILE *pf = NULL;
-	int rc = -1, nprof = 0;
+	struct sbuf profiles = { 0 };
+	int rc = -1;
 
 	memset(&fr, 0, sizeof(fr));
-	if (!v || !buf || !(pf = open_memstream(&profiles, &plen)))
-		goto out;
-	/* the profiles first (into memory): they decide which frames exist */
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-
-		/* profile_samples sorts by pid, then tid */
-		while (j < n && v[j]->stack->pid == v[i]->stack->pid && v[j]->tid == v[i]->tid)
-			j++;
-		if (nprof++)
-			fputc(',', pf);
-		if (put_profile(pf, c, &fr, v + i, j - i, buf, cap, period))
-			goto out;
-		i = j;
-	}
-	if (fclose(pf)) {
-		pf = NULL;
-		goto out;
-	}
-	pf = NULL;
-	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":"
-	      "{\"frames\":[", f);
-	for (size_t i = 0; i < fr.n; i++) {
-		if (i)
-			fputc(',', f);
-		put_frame(f, &fr.v[i]);
-	}
-	fputs("]},\"profiles\":[", f);
-	fwrite(profiles, 1, plen, f);
-	fputs("],\"name\":", f);
-	put_json(f, c->title ? c->title : "pyperf-bpf");
-	fputs(",\"activeProfileIndex\":0,\"exporter\":\"pyperf-bpf " VERSION "\"}\n", f);
-	rc = ferror(f) ? -1 : 0;
-out:
-	if (rc && !errno)
+	/* the profiles first, in memory: they decide which frames exist */
+	if (!v || all_profiles(&profiles, c, &fr, v, n, period, &active)) {
 		errno = ENOMEM;
-	if (pf)
-		fclose(pf);
-	free(profiles);
-	free(buf);
-	free(fr.v);
-	hmap_free(&fr.index, NULL);
+		goto out;
+	}
+	errno = 0;
+	put_file(f, c, &fr, &profiles, active, &fr.tmp);
+	if (!sb_ok(&fr.tmp)) {
+		errno = ENOMEM;
+		goto out;
+	}
+	rc = ferror(f) ? -1 : 0;
+	if (rc && !errno)
+		errno = EIO; /* stdio sets errno on a failed write; keep that */
+out:
+	sb_free(&profiles);
+	frames_free(&fr);
 	free(v);
 	return rc;
 }

@@ -17,11 +17,11 @@
 
 /* lnotab: line 10 for offsets 0-3, line 11 from offset 4 */
 static uint8_t lnotab[] = { 4, 1 };
-static struct pyfunc f_module = { "<module>", "/w/app.py", 1, LT_LNOTAB, NULL, 0, FN_PYTHON };
-static struct pyfunc f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON };
-static struct pyfunc f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab), FN_PYTHON };
-static struct pyfunc f_other = { "other", "/w/lib.py", 20, LT_LNOTAB, NULL, 0, FN_PYTHON };
-static struct pyfunc f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0, FN_PYTHON };
+static struct pyfunc f_module = { "<module>", "/w/app.py", 1, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct pyfunc f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct pyfunc f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab), FN_PYTHON, NULL, 0 };
+static struct pyfunc f_other = { "other", "/w/lib.py", 20, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct pyfunc f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
 
 static void add(struct profile *p, uint64_t hash, uint32_t tid, uint32_t flags, uint64_t count,
 		uint32_t n, ...)
