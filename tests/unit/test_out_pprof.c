@@ -18,6 +18,7 @@
 #include "linetable.h"
 #include "output.h"
 #include "profile.h"
+#include "profutil.h"
 #include "profile.pb-c.h"
 
 #define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
@@ -36,22 +37,9 @@ static struct pyfunc f_bad = { "bad\xff", "/w/app.py", 30, LT_LNOTAB, NULL, 0, F
 static struct pybin libc = { "/lib/libc.so.6", "00112233", 0x1000, 0x9000, 0x800 };
 static struct pyfunc f_memcpy = { "memcpy", "libc.so.6", 0, 0, NULL, 0, FN_NATIVE, &libc, 0x4242 };
 
-static void add(struct profile *p, uint64_t hash, uint32_t tid, uint32_t flags, uint64_t count,
-		uint32_t n, ...)
-{
-	struct pframe frames[16];
-	struct stack_key k = { .pid = PID, .tid = tid, .gen = 1, .hash = hash };
-	va_list ap;
-
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++) {
-		frames[i].fn = va_arg(ap, struct pyfunc *);
-		frames[i].instr = va_arg(ap, uint32_t);
-	}
-	va_end(ap);
-	assert_int_equal(profile_insert_stack(p, PID, 1, hash, flags, frames, n, NULL), 0);
-	profile_add_count(p, &k, count, NULL, 0);
-}
+/* a stack of process PID without kernel frames */
+#define add(p, hash, tid, flags, count, ...) \
+	add_stack(p, PID, hash, tid, flags, count, NULL, 0, __VA_ARGS__)
 
 static uint8_t *gunzip(const char *in, size_t len, size_t *out_len)
 {

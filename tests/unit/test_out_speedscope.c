@@ -15,6 +15,7 @@
 #include "linetable.h"
 #include "output.h"
 #include "profile.h"
+#include "profutil.h"
 
 /* beyond pid_max: profile_proc finds no /proc entry */
 #define PID_A 4000001u
@@ -32,22 +33,7 @@ static struct pyfunc f_leaf = { .name = "leaf", .file = "/w/app.py", .firstlinen
 				.kind = FN_PYTHON };
 static struct pyfunc f_unknown = { .name = "[unknown]", .file = "", .kind = FN_NATIVE };
 
-static void add(struct profile *p, uint32_t pid, uint64_t hash, uint32_t tid, uint32_t flags,
-		uint64_t count, const uint64_t *kips, unsigned nk, uint32_t n, ...)
-{
-	struct pframe frames[8];
-	struct stack_key k = { .pid = pid, .tid = tid, .gen = 1, .hash = hash };
-	va_list ap;
-
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++) {
-		frames[i].fn = va_arg(ap, struct pyfunc *);
-		frames[i].instr = va_arg(ap, uint32_t);
-	}
-	va_end(ap);
-	assert_int_equal(profile_insert_stack(p, pid, 1, hash, flags, frames, n, NULL), 0);
-	profile_add_count(p, &k, count, kips, nk);
-}
+#define add add_stack
 
 static void build(struct profile *p)
 {

@@ -12,6 +12,7 @@
 #include "linetable.h"
 #include "output.h"
 #include "profile.h"
+#include "profutil.h"
 
 #define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
 
@@ -23,22 +24,9 @@ static struct pyfunc f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, size
 static struct pyfunc f_other = { "other", "/w/lib.py", 20, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
 static struct pyfunc f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
 
-static void add(struct profile *p, uint64_t hash, uint32_t tid, uint32_t flags, uint64_t count,
-		uint32_t n, ...)
-{
-	struct pframe frames[16];
-	struct stack_key k = { .pid = PID, .tid = tid, .gen = 1, .hash = hash };
-	va_list ap;
-
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++) {
-		frames[i].fn = va_arg(ap, struct pyfunc *);
-		frames[i].instr = va_arg(ap, uint32_t);
-	}
-	va_end(ap);
-	assert_int_equal(profile_insert_stack(p, PID, 1, hash, flags, frames, n, NULL), 0);
-	profile_add_count(p, &k, count, NULL, 0);
-}
+/* a stack of process PID without kernel frames */
+#define add(p, hash, tid, flags, count, ...) \
+	add_stack(p, PID, hash, tid, flags, count, NULL, 0, __VA_ARGS__)
 
 static char *render(const struct profile *p, int format, bool lines, bool threads, bool procs)
 {
