@@ -16,7 +16,8 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall 
 
 USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS)) $(BUILD)/user/profile.pb-c.o
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out tests/unit/linetable_check.c,$(wildcard tests/unit/test_*.c)))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+UNIT_TOOLS := $(BUILD)/tests/linetable_check $(BUILD)/tests/debug_offsets_check
 
 .PHONY: all clean test unit e2e bench install deps
 all: pyperf-bpf
@@ -62,7 +63,11 @@ $(BUILD)/tools/pprof:
 	GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE=$(abspath $(BUILD))/gocache \
 		go build -o $@ github.com/google/pprof
 
-unit: $(UNIT_TESTS) $(BUILD)/tests/linetable_check
+$(BUILD)/tests/debug_offsets_check: tests/unit/debug_offsets_check.c $(BUILD)/user/py_debug_offsets.o $(BUILD)/user/py_offsets_table.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@
+
+unit: $(UNIT_TESTS) $(UNIT_TOOLS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
 deps:

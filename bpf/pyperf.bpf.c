@@ -377,11 +377,10 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		w->flags |= STACK_BAD_READ;
 		return 1;
 	}
-	code = buf_u64(buf, o->frame_code);
+	code = py_frame_code(o, buf_u64(buf, o->frame_code));
 	w->frame = buf_u64(buf, o->frame_back);
-	if (o->frame_owner != PYPERF_NO_OFFSET &&
-	    buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)] == o->owner_cstack) {
-		/* a C-stack shim (3.12+): not Python code, but the frame above it
+	if (py_frame_is_shim(o, buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)])) {
+		/* an entry shim (3.12+): not Python code, but the frame above it
 		 * is the first one of an eval-loop call */
 		if (n > 0 && n <= PYPERF_MAX_FRAMES) {
 			w->s->ev.frames[(n - 1) & (PYPERF_MAX_FRAMES - 1)].instr |= PY_FRAME_ENTRY;

@@ -60,7 +60,10 @@ struct py_offsets {
 	__u16 frame_owner;           /* char owner (3.12+) */
 	__u16 frame_is_entry;        /* bool is_entry (3.11 only): first frame of an eval call */
 	__u8 instr_kind;             /* enum py_instr_kind */
-	__u8 owner_cstack;           /* owner value of C-stack shim frames, 0xff none */
+	__u8 owner_shim;             /* frames owned by this value or above are not
+				      * Python code: the C-stack/entry shim below each
+				      * eval-loop call (3.12+), 3.15's base frame;
+				      * 0xff: none */
 	/* PyCodeObject */
 	__u16 code_firstlineno;
 	__u16 code_adaptive;         /* co_code_adaptive (3.11+) */
@@ -69,7 +72,8 @@ struct py_offsets {
 	__u16 code_qualname;         /* 3.11+ */
 	__u16 code_linetable;        /* co_lnotab (3.8, 3.9) or co_linetable */
 	__u8 linetable_kind;         /* enum py_linetable_kind, see linetable.h */
-	__u8 pad0;
+	__u8 code_tag_bits;          /* low bits of frame_code to clear: 3.14+ hold a
+				      * tagged _PyStackRef there (Py_TAG_BITS) */
 	/* str and bytes objects */
 	__u16 unicode_state;
 	__u16 unicode_length;
@@ -109,6 +113,25 @@ static inline __u32 py_code_check(__u32 firstlineno, __u64 filename, __u64 name)
 	__u64 h = (filename ^ (name << 1)) * 0x9e3779b97f4a7c15ULL;
 
 	return firstlineno ^ (__u32)(h >> 32);
+}
+
+/* The code object a frame runs, from the frame's code field: 3.14+ hold a
+ * _PyStackRef there whose low bits are tags, not address. */
+static inline __u64 py_frame_code(const struct py_offsets *o, __u64 raw)
+{
+	return raw & ~(__u64)o->code_tag_bits;
+}
+
+/* Whether a frame with this owner value is a shim rather than Python code:
+ * the entry frame each eval-loop call pushes (owner FRAME_OWNED_BY_CSTACK in
+ * 3.12/3.13, FRAME_OWNED_BY_INTERPRETER from 3.14, where CSTACK = 4 is
+ * defined but never set) and 3.15's base frame at the bottom of every thread.
+ * CPython's own readers skip owner >= FRAME_OWNED_BY_INTERPRETER the same
+ * way (_PyFrame_IsIncomplete). */
+static inline int py_frame_is_shim(const struct py_offsets *o, __u8 owner)
+{
+	return o->frame_owner != PYPERF_NO_OFFSET && o->owner_shim != 0xff &&
+	       owner >= o->owner_shim;
 }
 
 /* stack flags */

@@ -1,8 +1,9 @@
 """Shared test helpers: where the profiler is, which interpreters exist, and
 how to read folded output.
 
-Interpreters: every CPython under /root/.pyenv/versions and /usr/bin (or the
-list in PYPERF_TEST_PYTHONS, separated by ':').  Supported ones (3.8+) drive
+Interpreters: every CPython under /root/.pyenv/versions, /usr/bin and
+/opt/pyperf-sid/usr/bin (3.14 and 3.15 from Debian sid, installed by
+scripts/sid-pythons), or the list in PYPERF_TEST_PYTHONS, separated by ':'.  Supported ones (3.8+) drive
 the end-to-end tests; older ones drive the "unsupported version" tests."""
 import glob
 import os
@@ -21,7 +22,9 @@ def _candidates():
     if env:
         return [p for p in env.split(":") if p]
     pats = ["/root/.pyenv/versions/*/bin/python[23].[0-9]", "/root/.pyenv/versions/*/bin/python[23].[0-9][0-9]",
-            "/usr/bin/python3.[0-9]", "/usr/bin/python3.[0-9][0-9]"]
+            "/usr/bin/python3.[0-9]", "/usr/bin/python3.[0-9][0-9]",
+            # 3.14 and 3.15 from Debian sid (scripts/sid-pythons)
+            "/opt/pyperf-sid/usr/bin/python3.[0-9][0-9]"]
     found = []
     for pat in pats:
         found += sorted(glob.glob(pat))
@@ -56,7 +59,8 @@ SUPPORTED, UNSUPPORTED = _interpreters()
 
 def python_id(p):
     path, (major, minor) = p
-    kind = "pyenv" if "/.pyenv/" in path else os.path.dirname(path).strip("/").replace("/", "-")
+    kind = ("pyenv" if "/.pyenv/" in path else "sid" if path.startswith("/opt/pyperf-sid/")
+            else os.path.dirname(path).strip("/").replace("/", "-"))
     return f"{major}.{minor}-{kind}"
 
 

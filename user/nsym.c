@@ -30,6 +30,26 @@
 
 const char *nsym_debuginfo_path;
 
+/* A binary installed under a prefix of its own (PREFIX/usr/bin/python3.14,
+ * PREFIX/usr/lib/x86_64-linux-gnu/libfoo.so) keeps its separate debug files
+ * under PREFIX/usr/lib/debug, as a sysroot does: search there after the
+ * system's places (libdwfl's default, ":.debug:/usr/lib/debug").  Sets *out to
+ * NULL (libdwfl's default) for a binary under /usr; returns -1 only when out
+ * of memory. */
+static int prefix_debug_path(const char *path, char **out)
+{
+	const char *usr = strstr(path, "/usr/");
+
+	*out = NULL;
+	if (!usr || usr == path || path[0] != '/')
+		return 0;
+	if (asprintf(out, ":.debug:/usr/lib/debug:%.*s/usr/lib/debug", (int)(usr - path), path) < 0) {
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* libstdc++'s demangler (extern "C"); link with -lstdc++ */
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
@@ -117,7 +137,8 @@ struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen)
 	}
 	if (!(b = calloc(1, sizeof(*b))) || !(b->path = strdup(path)) ||
 	    !(b->base = strdup(basename_of(path))) ||
-	    (nsym_debuginfo_path && !(b->debuginfo_path = strdup(nsym_debuginfo_path)))) {
+	    (nsym_debuginfo_path && !(b->debuginfo_path = strdup(nsym_debuginfo_path))) ||
+	    (!nsym_debuginfo_path && prefix_debug_path(path, &b->debuginfo_path))) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
@@ -425,7 +446,13 @@ static void load(struct nsym_bin *b)
 		    (type != STT_NOTYPE || name[0] == '$' || !strncmp(name, ".L", 2) ||
 		     !in_code(symelf, shndx)))
 			continue;
-		if (!add_sym(b, addr - bias, sym.st_size, name, rank_of(name, &sym), 0))
+		/* st_value, not libdwfl's addr: a separate debug file is linked at
+		 * the binary's own addresses, but libdwfl shifts its symbols by
+		 * the difference of the two files' first PT_LOAD, which patchelf
+		 * (Nix, conda, relocated interpreters) makes non-zero by adding a
+		 * segment below the others.  Equal to addr - bias otherwise. */
+		(void)addr;
+		if (!add_sym(b, sym.st_value, sym.st_size, name, rank_of(name, &sym), 0))
 			break;
 	}
 	add_plt(b, elf);

@@ -5,8 +5,8 @@
  * the executable and any mapped libpython*, find `_PyRuntime` and `Py_Version`
  * (3.11+) in their symbol tables, and add the load bias.  The version comes
  * from `Py_Version` in the target's memory, else from the file name.  Offsets
- * come from the target's own `_Py_DebugOffsets` (3.13+; so a newer version
- * with the same layout needs nothing new), else from the generated table.
+ * come from the target's own `_Py_DebugOffsets` (3.13+, read with the layout
+ * of the version it names), else from the generated table.
  * Symbol lookups are cached per file (device, inode): a host with many Python
  * processes parses each interpreter binary once. */
 #include "pyproc.h"
@@ -101,7 +101,7 @@ static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t err
 	char why[256] = "";
 
 	if (out->major > 3 || (out->major == 3 && out->minor >= 13)) {
-		uint8_t buf[4096];
+		uint8_t buf[PY_DEBUG_OFFSETS_READ];
 		uint64_t hex = 0;
 
 		if (mem_read(out->pid, out->runtime_addr, buf, sizeof(buf)) == 0 &&
@@ -118,8 +118,7 @@ static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t err
 		return PYPROC_OK;
 	}
 	snprintf(err, errlen,
-		 "pid %d: unsupported Python %d.%d (%s)%s%s: supported are 3.8 to 3.13 and newer "
-		 "versions whose _Py_DebugOffsets have the 3.13 layout",
+		 "pid %d: unsupported Python %d.%d (%s)%s%s: supported are 3.8 to 3.15",
 		 out->pid, out->major, out->minor, out->binary, why[0] ? ": " : "", why);
 	return PYPROC_UNSUPPORTED;
 }
@@ -163,7 +162,7 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 		int major = 0, minor = 0;
 
 		version_from_name(procmaps_basename(old_python), &major, &minor);
-		snprintf(err, errlen, "pid %d: unsupported Python %d.%d (%s): supported are 3.8 to 3.13",
+		snprintf(err, errlen, "pid %d: unsupported Python %d.%d (%s): supported are 3.8 to 3.15",
 			 pid, major, minor, old_python->path);
 		return PYPROC_UNSUPPORTED;
 	}

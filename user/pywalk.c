@@ -101,10 +101,11 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 			break;
 		}
 		memcpy(&code, buf + o->frame_code, sizeof(code));
+		code = py_frame_code(o, code);
 		memcpy(&frame, buf + o->frame_back, sizeof(frame));
-		if (o->frame_owner != PYPERF_NO_OFFSET && buf[o->frame_owner] == o->owner_cstack) {
+		if (o->frame_owner != PYPERF_NO_OFFSET && py_frame_is_shim(o, buf[o->frame_owner])) {
 			if (n > 0)
-				out[n - 1].instr |= PY_FRAME_ENTRY; /* a C-stack shim (3.12+) */
+				out[n - 1].instr |= PY_FRAME_ENTRY; /* an entry shim (3.12+) */
 			continue;
 		}
 		if (!code)

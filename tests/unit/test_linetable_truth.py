@@ -29,6 +29,8 @@ INTERPRETERS = [
     "/root/.pyenv/versions/3.12.1/bin/python3.12",
     "/root/.pyenv/versions/3.13.0/bin/python3.13",
     "/usr/bin/python3.11",
+    "/opt/pyperf-sid/usr/bin/python3.14",
+    "/opt/pyperf-sid/usr/bin/python3.15",
 ]
 
 

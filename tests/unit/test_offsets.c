@@ -7,10 +7,12 @@
  * The parser is fed a synthetic _Py_DebugOffsets block whose words are the
  * ones CPython 3.13.0 (x86-64 release build) carries in _PyRuntime, written
  * out below as plain numbers so that no CPython header is needed; parsing it
- * must give exactly the generated 3.13 table entry.  The same block with a
- * later version number must parse too, and damaged copies (cookie,
- * free-threaded flag, an offset beyond its struct, a shifted layout, a short
- * buffer) must be refused with a message.
+ * must give exactly the generated 3.13 table entry, and damaged copies
+ * (cookie, free-threaded flag, an offset beyond its struct, a shifted
+ * layout, a short buffer, a version after the newest known) must be refused
+ * with a message.  The blocks of 3.13.0, 3.14.10 and 3.15.2 as compiled from
+ * their headers (tests/unit/data) must each parse to their version's table
+ * entry, and be refused when labelled as a neighbour version.
  *
  * Build: gcc -std=c11 -Wall -Wextra -Ibpf -Iuser user/py_offsets_table.c \
  *        user/py_debug_offsets.c tests/unit/test_offsets.c -lcmocka -o /tmp/t */
@@ -36,7 +38,6 @@
 #define BLOCK_BYTES (8 * (HEAD_WORDS + BODY_WORDS))
 
 #define V3_13_0 0x030d00f0ULL
-#define V3_14_0 0x030e00f0ULL
 
 /* Word index (counted from the start of the block) of some fields. */
 #define W_RUNTIME 3
@@ -137,12 +138,13 @@ static void assert_offsets_equal(const struct py_offsets *a, const struct py_off
 		fail_msg("%s: %u != %u", #f, (unsigned)a->f, (unsigned)b->f);
 	F(runtime_interp_head) F(interp_threads_head) F(tstate_next) F(tstate_thread_id)
 	F(tstate_frame) F(cframe_current_frame) F(frame_back) F(frame_code) F(frame_instr)
-	F(frame_owner) F(instr_kind) F(owner_cstack) F(code_firstlineno) F(code_adaptive)
+	F(frame_owner) F(instr_kind) F(owner_shim) F(code_firstlineno) F(code_adaptive)
 	F(code_filename) F(code_name) F(code_qualname) F(code_linetable) F(linetable_kind)
+	F(code_tag_bits)
 	F(unicode_state) F(unicode_length) F(unicode_ascii_size) F(unicode_compact_size)
 	F(bytes_size) F(bytes_sval)
 #undef F
-	/* and nothing else differs (pad0 included) */
+	/* and nothing else differs */
 	assert_memory_equal(a, b, sizeof(*a));
 }
 
@@ -151,11 +153,11 @@ static void assert_offsets_equal(const struct py_offsets *a, const struct py_off
 static void test_table_versions(void **state)
 {
 	(void)state;
-	for (int minor = 8; minor <= 13; minor++)
+	for (int minor = 8; minor <= 15; minor++)
 		if (!py_offsets_for_version(3, minor))
 			fail_msg("no table entry for 3.%d", minor);
 	assert_null(py_offsets_for_version(3, 7));
-	assert_null(py_offsets_for_version(3, 14));
+	assert_null(py_offsets_for_version(3, 16));
 	assert_null(py_offsets_for_version(2, 7));
 	assert_null(py_offsets_for_version(4, 8));
 	assert_null(py_offsets_for_version(3, -1));
@@ -180,7 +182,7 @@ static void test_table_spot_values(void **state)
 	assert_int_equal(o->cframe_current_frame, PYPERF_NO_OFFSET);
 	assert_int_equal(o->frame_owner, PYPERF_NO_OFFSET);
 	assert_int_equal(o->code_qualname, PYPERF_NO_OFFSET);
-	assert_int_equal(o->owner_cstack, 0xff);
+	assert_int_equal(o->owner_shim, 0xff);
 	/* PyASCIIObject: head 16, length, hash, state at 32, wstr: 48 bytes;
 	 * PyCompactUnicodeObject adds utf8_length, utf8, wstr_length: 72 */
 	assert_int_equal(o->unicode_state, 32);
@@ -204,7 +206,7 @@ static void test_table_spot_values(void **state)
 	assert_int_equal(o->frame_back, 48);
 	assert_int_equal(o->frame_instr, 56);
 	assert_int_equal(o->frame_owner, 69);
-	assert_int_equal(o->owner_cstack, 0xff);
+	assert_int_equal(o->owner_shim, 0xff);
 	assert_int_equal(o->cframe_current_frame, 8);  /* after uint8_t use_tracing */
 	assert_int_equal(o->instr_kind, INSTR_POINTER);
 	assert_int_equal(o->linetable_kind, LT_LOCATIONS);
@@ -216,7 +218,7 @@ static void test_table_spot_values(void **state)
 	assert_int_equal(o->frame_back, 8);
 	assert_int_equal(o->frame_instr, 56);
 	assert_int_equal(o->frame_owner, 70);
-	assert_int_equal(o->owner_cstack, 3);
+	assert_int_equal(o->owner_shim, 3);
 	assert_int_equal(o->cframe_current_frame, 0);
 	assert_int_equal(o->unicode_ascii_size, 40);
 	assert_int_equal(o->unicode_compact_size, 56);
@@ -228,14 +230,14 @@ static void test_table_spot_values(void **state)
 	assert_int_equal(o->runtime_interp_head, 632);
 	assert_int_equal(o->interp_threads_head, 7344);
 	assert_int_equal(o->code_adaptive, 200);
-	assert_int_equal(o->owner_cstack, 3);
+	assert_int_equal(o->owner_shim, 3);
 }
 
 /* Invariants every entry must satisfy for the sampler and the loader. */
 static void test_table_invariants(void **state)
 {
 	(void)state;
-	for (int minor = 8; minor <= 13; minor++) {
+	for (int minor = 8; minor <= 15; minor++) {
 		const struct py_offsets *o = py_offsets_for_version(3, minor);
 		int ptr_frames = minor >= 11;
 
@@ -250,7 +252,7 @@ static void test_table_invariants(void **state)
 				 minor == 11 || minor == 12);
 		assert_true(o->unicode_state + 4 <= o->unicode_ascii_size);
 		assert_true(o->unicode_compact_size > o->unicode_ascii_size);
-		assert_int_equal(o->pad0, 0);
+		assert_int_equal(o->code_tag_bits, minor >= 14 ? 3 : 0);
 	}
 }
 
@@ -277,28 +279,172 @@ static void test_parse_313_equals_table(void **state)
 	assert_offsets_equal(&out, py_offsets_for_version(3, 13));
 }
 
-static void test_parse_future_same_layout(void **state)
+/* A version after the newest known layout is refused, whatever its bytes:
+ * the block alone does not say what changed (3.14 kept the cookie and moved
+ * words; it also tagged f_executable, which no block shows). */
+static void test_reject_unknown_later_version(void **state)
 {
 	struct block blk;
-	struct py_offsets out;
 	uint64_t hex = 0;
+	struct py_offsets out;
 	char err[256];
 
 	(void)state;
-	make_block(&blk, V3_14_0);
-	/* a later version moves some fields within their structs */
-	put_word(&blk, W_TSTATE + 4, 80);     /* current_frame */
-	put_word(&blk, W_RUNTIME + 2, 640);   /* interpreters_head */
+	make_block(&blk, 0x031000a1ULL);  /* 3.16.0a1 */
+	expect_reject(&blk, sizeof(blk.b), "3.16 is newer than this pyperf-bpf knows");
 	assert_int_equal(py_debug_offsets_parse(blk.b, sizeof(blk.b), &out, &hex, err,
-						sizeof(err)), 0);
-	assert_int_equal(hex, V3_14_0);
-	assert_int_equal(out.tstate_frame, 80);
-	assert_int_equal(out.runtime_interp_head, 640);
-	assert_int_equal(out.instr_kind, INSTR_POINTER);
-	assert_int_equal(out.linetable_kind, LT_LOCATIONS);
-	assert_int_equal(out.owner_cstack, 3);
-	assert_int_equal(out.cframe_current_frame, PYPERF_NO_OFFSET);
-	assert_null(py_offsets_for_version(3, 14));  /* only via the debug offsets */
+						sizeof(err)), -1);
+	assert_int_equal(hex, 0x031000a1ULL);
+	make_block(&blk, 0x040000f0ULL);
+	expect_reject(&blk, sizeof(blk.b), "version");
+}
+
+/* ---- (c2) blocks built from each version's header ----------------------
+ * tests/unit/data/debug_offsets_3.X.Y.bin: the initializer CPython puts at
+ * the start of _PyRuntime, compiled against that release's headers by
+ * tests/unit/debug_offsets_image.py.  Each must parse to the generated table
+ * entry of its minor version (gen_offsets.py measured that from the same
+ * headers' structs, independently of _Py_DebugOffsets). */
+
+#ifndef TEST_DATA_DIR
+#define TEST_DATA_DIR "tests/unit/data"
+#endif
+
+struct image {
+	const char *file;
+	int minor;
+	size_t len;
+	unsigned char b[4096];
+};
+
+static struct image IMAGES[] = {
+	{ "debug_offsets_3.13.0.bin", 13, 0, { 0 } },
+	{ "debug_offsets_3.14.10.bin", 14, 0, { 0 } },
+	{ "debug_offsets_3.15.2.bin", 15, 0, { 0 } },
+};
+#define NIMAGES (sizeof(IMAGES) / sizeof(IMAGES[0]))
+
+static struct image *image(int minor)
+{
+	for (size_t i = 0; i < NIMAGES; i++) {
+		struct image *im = &IMAGES[i];
+		char path[512];
+		FILE *f;
+
+		if (im->minor != minor)
+			continue;
+		if (!im->len) {
+			snprintf(path, sizeof(path), "%s/%s", TEST_DATA_DIR, im->file);
+			f = fopen(path, "rb");
+			if (!f)
+				fail_msg("%s: cannot open (run from the repository root)", path);
+			im->len = fread(im->b, 1, sizeof(im->b), f);
+			fclose(f);
+			if (im->len < 512)
+				fail_msg("%s: %zu bytes, too short", path, im->len);
+		}
+		return im;
+	}
+	fail_msg("no image for 3.%d", minor);
+	return NULL;
+}
+
+static void test_parse_header_images_equal_table(void **state)
+{
+	(void)state;
+	for (int minor = 13; minor <= 15; minor++) {
+		struct image *im = image(minor);
+		struct py_offsets out;
+		uint64_t hex = 0;
+		char err[256];
+
+		if (py_debug_offsets_parse(im->b, im->len, &out, &hex, err, sizeof(err)))
+			fail_msg("3.%d: %s", minor, err);
+		assert_int_equal((hex >> 16) & 0xff, minor);
+		assert_int_equal(py_debug_offsets_size(minor), im->len);
+		assert_offsets_equal(&out, py_offsets_for_version(3, minor));
+		/* one byte short of the version's layout is refused */
+		assert_int_equal(py_debug_offsets_parse(im->b, im->len - 1, &out, NULL, NULL, 0), -1);
+	}
+	assert_int_equal(py_debug_offsets_size(12), 0);
+	assert_int_equal(py_debug_offsets_size(16), 0);
+}
+
+static void test_314_315_facts(void **state)
+{
+	struct py_offsets o;
+
+	(void)state;
+	/* tagged f_executable, owner values renumbered but the shim still >= 3 */
+	for (int minor = 14; minor <= 15; minor++) {
+		struct image *im = image(minor);
+
+		assert_int_equal(py_debug_offsets_parse(im->b, im->len, &o, NULL, NULL, 0), 0);
+		assert_int_equal(o.code_tag_bits, 3);
+		assert_int_equal(o.owner_shim, 3);
+		assert_int_equal(o.frame_code, 0);
+		assert_int_equal(o.frame_owner, 74);
+	}
+	assert_int_equal(py_offsets_for_version(3, 13)->code_tag_bits, 0);
+	/* 3.15 moved thread_id (base_frame and two profiling words before it) */
+	assert_int_equal(py_offsets_for_version(3, 14)->tstate_thread_id, 152);
+	assert_int_equal(py_offsets_for_version(3, 15)->tstate_thread_id, 176);
+}
+
+/* A tagged _PyStackRef: the low bits are cleared, the address kept. */
+static void test_tagged_code_pointer_cleared(void **state)
+{
+	const struct py_offsets *o313 = py_offsets_for_version(3, 13);
+	const struct py_offsets *o314 = py_offsets_for_version(3, 14);
+
+	(void)state;
+	assert_int_equal(py_frame_code(o314, 0x7f1234567891ULL), 0x7f1234567890ULL);
+	assert_int_equal(py_frame_code(o314, 0x7f1234567893ULL), 0x7f1234567890ULL);
+	assert_int_equal(py_frame_code(o314, 0x7f1234567890ULL), 0x7f1234567890ULL);
+	assert_int_equal(py_frame_code(py_offsets_for_version(3, 15), 0x5611ULL), 0x5610ULL);
+	/* up to 3.13 the field is a plain pointer */
+	assert_int_equal(py_frame_code(o313, 0x7f1234567891ULL), 0x7f1234567891ULL);
+}
+
+/* Which owner values are shims: 3.12/3.13 CSTACK (3); 3.14 INTERPRETER (3)
+ * and CSTACK (4); 3.15 INTERPRETER (3, entry and base frames); none before. */
+static void test_shim_owners(void **state)
+{
+	(void)state;
+	for (int minor = 12; minor <= 15; minor++) {
+		const struct py_offsets *o = py_offsets_for_version(3, minor);
+
+		for (int owner = 0; owner <= 2; owner++)
+			if (py_frame_is_shim(o, (__u8)owner))
+				fail_msg("3.%d: owner %d taken for a shim", minor, owner);
+		assert_true(py_frame_is_shim(o, 3));
+	}
+	assert_true(py_frame_is_shim(py_offsets_for_version(3, 14), 4));
+	for (int minor = 8; minor <= 11; minor++)
+		for (int owner = 0; owner <= 4; owner++)
+			assert_false(py_frame_is_shim(py_offsets_for_version(3, minor), (__u8)owner));
+}
+
+/* Each version's block read as a neighbour's layout is refused: the shape
+ * checks are what stops a mislabelled or patched interpreter. */
+static void test_reject_neighbour_layouts(void **state)
+{
+	static const int pairs[][2] = { { 14, 13 }, { 13, 14 }, { 15, 14 }, { 14, 15 },
+					{ 15, 13 }, { 13, 15 } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		struct image *im = image(pairs[i][0]);
+		struct block blk;
+		char want[64];
+		uint64_t ver = 0x030000f0ULL | ((uint64_t)pairs[i][1] << 16);
+
+		memset(blk.b, 0, sizeof(blk.b));
+		memcpy(blk.b, im->b, im->len);
+		put_word(&blk, 1, ver);
+		snprintf(want, sizeof(want), "3.%d", pairs[i][1]);
+		expect_reject(&blk, sizeof(blk.b), want);
+	}
 }
 
 /* ---- (d) bad blocks ---------------------------------------------------- */
@@ -394,7 +540,7 @@ static void test_reject_shifted_layout(void **state)
 	struct block blk, shifted;
 
 	(void)state;
-	make_block(&blk, V3_14_0);
+	make_block(&blk, V3_13_0);
 	memcpy(&shifted, &blk, sizeof(blk));
 	for (unsigned i = W_TSTATE; i < HEAD_WORDS + BODY_WORDS; i++)
 		put_word(&shifted, i + 1, get_word(&blk, i));
@@ -413,7 +559,7 @@ static void test_reject_str_layout_change(void **state)
 	struct block blk;
 
 	(void)state;
-	make_block(&blk, V3_14_0);
+	make_block(&blk, V3_13_0);
 	put_word(&blk, HEAD_WORDS + 64, 72);  /* sizeof(PyUnicodeObject) grew */
 	expect_reject(&blk, sizeof(blk.b), "str layout changed");
 }
@@ -440,7 +586,12 @@ int main(void)
 		cmocka_unit_test(test_table_spot_values),
 		cmocka_unit_test(test_table_invariants),
 		cmocka_unit_test(test_parse_313_equals_table),
-		cmocka_unit_test(test_parse_future_same_layout),
+		cmocka_unit_test(test_reject_unknown_later_version),
+		cmocka_unit_test(test_parse_header_images_equal_table),
+		cmocka_unit_test(test_314_315_facts),
+		cmocka_unit_test(test_tagged_code_pointer_cleared),
+		cmocka_unit_test(test_shim_owners),
+		cmocka_unit_test(test_reject_neighbour_layouts),
 		cmocka_unit_test(test_reject_cookie),
 		cmocka_unit_test(test_reject_free_threaded),
 		cmocka_unit_test(test_reject_old_version),
