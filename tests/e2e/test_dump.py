@@ -77,7 +77,13 @@ def test_dump_native_merges_the_sleep_call(python):
         assert r.returncode == 0, r.stderr
         # Debian's LTO build names static functions like time_sleep.lto_priv.0
         main = [func(x).split(".lto_priv")[0] for x in threads_of(r.stdout)[p.pid][1]]
-        assert main[0] in ("clock_nanosleep", "__clock_nanosleep", "select", "__select"), main
+        # glibc 2.41 (Debian sid's, under 3.14/3.15) enters system calls
+        # through its cancellation wrappers, leaf side of clock_nanosleep
+        lead = 0
+        while main[lead] in ("__syscall_cancel_arch", "__internal_syscall_cancel",
+                             "__syscall_cancel"):
+            lead += 1
+        assert main[lead] in ("clock_nanosleep", "__clock_nanosleep", "select", "__select"), main
         assert "time_sleep" in main, main
         py = [f for f in main if f in ("main_wait", "<module>")]
         assert py == ["main_wait", "<module>"], main
