@@ -773,28 +773,25 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	stat_inc(STAT_SAMPLES);
-	tstate = find_tstate(p, tgid, tid);
-	if (!tstate) {
-		stat_inc(STAT_NO_TSTATE);
-		return 0;
-	}
 	s = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!s)
 		return 0;
 	w.s = s;
 	w.o = &p->off;
-	w.frame = top_frame(tstate, &p->off);
 	/* the counts map's parity is part of the key: a stack announced again
 	 * after the loader drained the other map never shares a key with it */
 	w.hash = mix(0x5eed + idx, tgid);
+	tstate = find_tstate(p, tgid, tid);
+	if (!tstate)
+		stat_inc(STAT_NO_TSTATE);
+	/* one path whether or not the thread has Python frames (frame_step
+	 * stops at once without one), so the verifier walks the native
+	 * unwinder below once, not once per case */
+	w.frame = tstate ? top_frame(tstate, &p->off) : 0;
 	w.read_len = frame_read_len(&p->off);
 	w.win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w.read_len;
 	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
 	code_span(&p->off, &w.code_lo, &w.code_len);
-	if (!w.frame) {
-		stat_inc(STAT_NO_FRAMES);
-		return 0;
-	}
 	s->ev.nframes = 0;
 	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, &w, 0);
 	if (w.frame && !(w.flags & STACK_BAD_READ))
@@ -804,8 +801,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (w.flags & STACK_BAD_READ)
 		stat_inc(STAT_BAD_READ);
 	if (!s->ev.nframes) {
-		stat_inc(STAT_NO_FRAMES);
-		return 0;
+		if (tstate)
+			stat_inc(STAT_NO_FRAMES);
+		/* a thread running no Python code (a BLAS or OpenMP pool, a C++
+		 * worker, a thread before its first frame): with native stacks
+		 * it is still sampled, with its native and kernel frames (the
+		 * loader tells it by nframes == 0) */
+		if (!native_stacks)
+			return 0;
 	}
 
 	s->ev.nnative = 0;

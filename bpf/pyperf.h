@@ -140,6 +140,8 @@ static inline int py_frame_is_shim(const struct py_offsets *o, __u8 owner)
 #define STACK_NATIVE 4u          /* native frames were unwound (they may be 0) */
 #define STACK_NATIVE_TRUNCATED 8u  /* more than PYPERF_MAX_NATIVE native frames */
 #define STACK_NATIVE_INCOMPLETE 16u /* native unwinding stopped before the outermost frame */
+#define STACK_NO_PYTHON 32u        /* set by the loader: the thread ran no Python frame
+				    * (native and kernel frames only) */
 
 struct stack_key {
 	__u32 pid;                   /* tgid */
@@ -236,6 +238,7 @@ enum stat_idx {
 	STAT_STACKS,          /* samples counted into a stack */
 	STAT_NO_TSTATE,       /* thread has no PyThreadState (native thread) */
 	STAT_NO_FRAMES,       /* PyThreadState has no Python frame */
+	/* both are counted as native-only stacks unless --python-only */
 	STAT_MAP_FULL,        /* counts map full: sample dropped */
 	STAT_RINGBUF_FULL,    /* could not announce a new stack: sample dropped */
 	STAT_TRUNCATED,       /* stacks deeper than PYPERF_MAX_FRAMES */

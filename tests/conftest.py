@@ -123,6 +123,13 @@ def names(frames):
             if not is_kernel(f) and not is_native(f) and f not in NATIVE_MARKS]
 
 
+def py_leaf(frames):
+    """The leaf Python (or synthetic root) frame's name; None for the stack of
+    a thread that ran no Python code (native and kernel frames only)."""
+    fn = names(frames)
+    return fn[-1] if fn else None
+
+
 def all_names(frames):
     """Function names of every frame: Python, native, markers, kernel."""
     return [func_name(f) for f in frames]

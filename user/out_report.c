@@ -91,7 +91,9 @@ static int by_samples(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static void print_header(FILE *f, const struct out_ctx *c)
+/* native_only: samples of threads that ran no Python frame, in the profile
+ * with their native and kernel stacks */
+static void print_header(FILE *f, const struct out_ctx *c, uint64_t native_only)
 {
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
@@ -116,11 +118,13 @@ static void print_header(FILE *f, const struct out_ctx *c)
 	free(procs);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "
-		"samples in threads without Python frames %llu\n",
+		"samples in threads without Python frames %llu (%llu of them in the profile "
+		"with native stacks)\n",
 		(unsigned long long)lost, (unsigned long long)st[STAT_MAP_FULL],
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
-		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]));
+		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]),
+		(unsigned long long)native_only);
 	if (st[STAT_NATIVE_INCOMPLETE] || st[STAT_NATIVE_TRUNCATED])
 		fprintf(f, "Native stacks cut short: %llu incomplete (code the unwinder could not "
 			"follow), %llu deeper than %d frames\n",
@@ -134,6 +138,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 	struct psample **v = profile_samples(c->prof, &n);
 	struct hmap rows = { 0 };
 	struct fn_row **list = NULL;
+	uint64_t native_only = 0;
 	int rc = -1;
 
 	if (!v)
@@ -141,6 +146,8 @@ int out_report(FILE *f, const struct out_ctx *c)
 	for (size_t i = 0; i < n; i++) {
 		const struct pstack *st = v[i]->stack;
 
+		if (st->flags & STACK_NO_PYTHON)
+			native_only += v[i]->count;
 		for (uint32_t j = 0; j < st->nframes; j++) {
 			struct fn_row *r = row_for(&rows, st->frames[j].fn);
 
@@ -159,7 +166,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 		goto out;
 	hmap_for_each(&rows, s)
 		list[nrows++] = s->val;
-	print_header(f, c);
+	print_header(f, c, native_only);
 	qsort(list, nrows, sizeof(*list), by_own);
 	print_table(f, c, list, nrows, "Top functions by own time");
 	qsort(list, nrows, sizeof(*list), by_total);

@@ -212,12 +212,14 @@ int profile_add_stack(struct profile *p, const struct ev_stack *ev)
 	uint32_t nn = ev->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : ev->nnative;
 	struct raw_stack raw = { .py = ev->frames, .npy = n, .nat = ev->native, .nnat = nn };
 	struct pstack *old;
+	/* a thread that ran no Python code: its native and kernel stack only */
+	uint32_t flags = ev->flags | (n ? 0 : STACK_NO_PYTHON);
 
 	if (!pp)
 		return -1;
 	profile_set_thread_name(p, ev->tid, ev->comm);
 	old = hmap_get(&pp->stacks, &id, sizeof(id));
-	if (old && same_raw(old, ev->flags, &raw))
+	if (old && same_raw(old, flags, &raw))
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t instr = PY_FRAME_INSTR(ev->frames[i].instr);
@@ -229,12 +231,12 @@ int profile_add_stack(struct profile *p, const struct ev_stack *ev)
 		if (!frames[i].fn)
 			return -1;
 	}
-	if (!(ev->flags & STACK_NATIVE) || !p->nat)
-		return insert_stack(p, ev->pid, ev->gen, ev->hash, ev->flags, frames, n, &raw);
+	if (!(flags & STACK_NATIVE) || !p->nat)
+		return insert_stack(p, ev->pid, ev->gen, ev->hash, flags, frames, n, &raw);
 	for (uint32_t i = 0; i < nn; i++)
 		nat[i] = native_func(p->nat, ev->pid, ev->native[i], i == 0);
-	n = merge_frames(frames, entry, n, nat, nn, ev->flags, merged);
-	return insert_stack(p, ev->pid, ev->gen, ev->hash, ev->flags, merged, n, &raw);
+	n = merge_frames(frames, entry, n, nat, nn, flags, merged);
+	return insert_stack(p, ev->pid, ev->gen, ev->hash, flags, merged, n, &raw);
 }
 
 /* the interned, named kernel stack for these addresses */

@@ -6,7 +6,7 @@ import ast
 import json
 import os
 
-from conftest import WORKLOADS, is_python, names, parse_folded, run_pyperf, supported_pythons
+from conftest import (is_python, names, parse_folded, py_leaf, run_pyperf, supported_pythons, WORKLOADS)
 
 
 def python_leaf(frames):
@@ -30,7 +30,7 @@ def test_known_split_matches_workload_measurement(python, tmp_path):
     full_chain = dict.fromkeys(LEAVES, 0)
     for frames, count in stacks:
         fn = names(frames)
-        if fn[-1] in per_leaf:
+        if fn and fn[-1] in per_leaf:
             per_leaf[fn[-1]] += count
             if fn[:-1] == CHAIN:
                 full_chain[fn[-1]] += count
@@ -62,7 +62,7 @@ def test_lines_point_into_the_leaf_function(python, tmp_path):
                     os.path.join(WORKLOADS, "split.py"), "1.5", str(truth)])
     assert r.returncode == 0, r.stderr
     leaf_frames = [python_leaf(frames) for frames, _ in parse_folded(out.read_text())
-                   if names(frames)[-1] in LEAVES]
+                   if py_leaf(frames) in LEAVES]
     assert leaf_frames
     lines = {int(f.rsplit(":", 1)[1].rstrip(")")) for f in leaf_frames}
     assert lines <= leaf_lines, f"leaf lines {lines} not within {leaf_lines}"
@@ -72,6 +72,6 @@ def test_lines_point_into_the_leaf_function(python, tmp_path):
                     os.path.join(WORKLOADS, "split.py"), "1", str(truth)])
     assert r.returncode == 0, r.stderr
     leafs = [python_leaf(frames) for frames, _ in parse_folded(out2.read_text())
-             if names(frames)[-1] in LEAVES]
+             if py_leaf(frames) in LEAVES]
     assert leafs and all(f.endswith("split.py)") for f in leafs), leafs[:3]
     assert len(set(leafs)) <= 3

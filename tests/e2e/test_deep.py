@@ -3,7 +3,7 @@ than the sampler keeps (1024 frames) keeps its leaf end and is marked
 [truncated] at the root side."""
 import os
 
-from conftest import WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+from conftest import WORKLOADS, names, parse_folded, run_pyperf, supported_pythons, py_leaf
 
 
 def profile_deep(path, depth, tmp_path):
@@ -11,7 +11,7 @@ def profile_deep(path, depth, tmp_path):
     r = run_pyperf(["-F", "199", "-o", str(out), "--", path,
                     os.path.join(WORKLOADS, "deep.py"), str(depth), "1.5"])
     assert r.returncode == 0, r.stderr
-    spins = [(names(f), c) for f, c in parse_folded(out.read_text()) if names(f)[-1] == "spin"]
+    spins = [(names(f), c) for f, c in parse_folded(out.read_text()) if py_leaf(f) == "spin"]
     assert sum(c for _, c in spins) > 50, r.stderr
     return spins
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, supported_pythons
+from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, supported_pythons, py_leaf
 
 
 @supported_pythons()
@@ -26,7 +26,7 @@ def test_whole_host_mode_finds_process_started_during_run(python, tmp_path):
     assert rec.returncode == 0, err
     mine = [(f, c) for f, c in parse_folded(out.read_text()) if "split.py" in f[0]]
     assert mine, "the process started during the run was not profiled"
-    assert {"leaf_a", "leaf_b", "leaf_c"} <= {names(f)[-1] for f, _ in mine}
+    assert {"leaf_a", "leaf_b", "leaf_c"} <= {py_leaf(f) for f, _ in mine}
 
 
 THIRTEEN_PLUS = [p for p in SUPPORTED if p[1] >= (3, 13)]

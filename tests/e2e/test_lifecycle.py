@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+from conftest import (names, parse_folded, py_leaf, PYPERF, run_pyperf, SUPPORTED, supported_pythons,
+                      WORKLOADS)
 
 SHORT = """
 import time
@@ -30,7 +31,7 @@ def test_short_lived_command_keeps_names(python, tmp_path):
     r = run_pyperf(["-F", "999", "-o", str(out), "--", python[0], "-c", SHORT])
     assert r.returncode == 0, r.stderr
     stacks = parse_folded(out.read_text())
-    busy = sum(c for f, c in stacks if names(f)[-1] == "short_busy")
+    busy = sum(c for f, c in stacks if py_leaf(f) == "short_busy")
     assert busy > 50, out.read_text()[:2000]
     assert all(names(f)[:1] == ["<module>"] for f, _ in stacks if "short_busy" in names(f))
 
@@ -51,7 +52,7 @@ def test_attach_to_running_process(python, tmp_path):
         out = tmp_path / "p.folded"
         r = run_pyperf(["-p", str(proc.pid), "-d", "2", "-F", "499", "-o", str(out)])
         assert r.returncode == 0, r.stderr
-        leaves = {names(f)[-1] for f, _ in parse_folded(out.read_text())}
+        leaves = {py_leaf(f) for f, _ in parse_folded(out.read_text())}
         assert {"leaf_a", "leaf_b", "leaf_c"} <= leaves, leaves
     finally:
         proc.kill()
@@ -70,7 +71,7 @@ def _signal_during_recording(sig, tmp_path, python):
         rec.send_signal(sig)
         _, err = rec.communicate(timeout=30)
         assert rec.returncode == 0, err
-        assert "leaf_a" in {names(f)[-1] for f, _ in parse_folded(out.read_text())}
+        assert "leaf_a" in {py_leaf(f) for f, _ in parse_folded(out.read_text())}
     finally:
         proc.kill()
         proc.wait()
@@ -99,7 +100,7 @@ def test_sigint_with_command_writes_profile_and_stops_it(tmp_path):
     os.killpg(rec.pid, signal.SIGINT)
     _, err = rec.communicate(timeout=30)
     assert rec.returncode == 128 + signal.SIGINT or rec.returncode == 1, (rec.returncode, err)
-    assert "leaf_a" in {names(f)[-1] for f, _ in parse_folded(out.read_text())}
+    assert "leaf_a" in {py_leaf(f) for f, _ in parse_folded(out.read_text())}
 
 
 def test_full_counts_map_drops_are_counted_and_reported(tmp_path):
@@ -165,8 +166,8 @@ def test_exec_into_another_interpreter_keeps_both_programs_apart(tmp_path):
     r = run_pyperf(["-F", "499", "-o", str(out), "--", first, "-c", EXEC_SRC, second])
     assert r.returncode == 0, r.stderr
     stacks = parse_folded(out.read_text())
-    before = sum(c for f, c in stacks if names(f)[-1:] == ["before_exec"])
-    after = sum(c for f, c in stacks if names(f)[-1:] == ["after_exec"])
+    before = sum(c for f, c in stacks if py_leaf(f) == "before_exec")
+    after = sum(c for f, c in stacks if py_leaf(f) == "after_exec")
     assert before > 100 and after > 100, (before, after)
     for f, _ in stacks:
         n = names(f)

@@ -3,6 +3,7 @@ take their place between Python frames, eval-loop frames are replaced by the
 Python frames they ran, and native frames outside the loop stay put."""
 import json
 import os
+import re
 
 import pytest
 
@@ -142,3 +143,58 @@ def test_python_only_has_no_native_frames(tmp_path):
     stacks, _ = record(SUPPORTED[-1][0], tmp_path, "qsort_cb.py", "1", extra=["--python-only"])
     assert sum(c for f, c in stacks if "compare" in names(f)) > 100
     assert not any(is_native(f) for frames, _ in stacks for f in frames)
+
+
+DEBIAN_PY311 = "/usr/bin/python3.11"
+
+
+def thread_of(frames):
+    """The thread id of a --threads stack (its "thread TID NAME" root frame)."""
+    return int(next(f for f in frames if f.startswith("thread ")).split()[1])
+
+
+def test_blas_worker_thread_without_python_frames_is_sampled(tmp_path):
+    """A thread that runs no Python code (OpenBLAS's worker pool) is sampled
+    with its native and kernel stack under its own thread; --python-only
+    leaves it out.  Debian's python3.11 with python3-numpy and the pthread
+    OpenBLAS (scripts/setup --test-deps installs both)."""
+    if not os.path.exists(DEBIAN_PY311):
+        pytest.skip(f"{DEBIAN_PY311} is not installed: Debian's numpy runs under it")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    ids = tmp_path / "ids.json"
+    out = tmp_path / "b.folded"
+    report = tmp_path / "b.txt"
+    r = run_pyperf(["-F", "499", "--threads", "-o", str(out), "-o", str(report), "--",
+                    DEBIAN_PY311, os.path.join(WORKLOADS, "blas_pool.py"), "3", str(ids)],
+                   env=env)
+    assert r.returncode == 0, r.stderr
+    truth = json.loads(ids.read_text())
+    by_tid, blas = {}, {}
+    for frames, count in parse_folded(out.read_text()):
+        tid = thread_of(frames)
+        by_tid[tid] = by_tid.get(tid, 0) + count
+        if any(is_native(f) and "openblas" in binary(f) for f in frames):
+            blas[tid] = blas.get(tid, 0) + count
+        if tid not in (truth["pid"], truth["caller"]):
+            assert not any(is_python(f) for f in frames), frames
+    workers = [t for t in by_tid if t not in (truth["pid"], truth["caller"])]
+    assert workers, f"only the Python threads were sampled: {by_tid}"
+    total = sum(by_tid.values())
+    worker = max(workers, key=lambda t: by_tid[t])
+    # the product is split between the caller and the worker
+    assert by_tid[worker] >= 0.2 * total, (by_tid, truth)
+    assert blas.get(worker, 0) >= 0.8 * by_tid[worker], (blas, by_tid)
+    # the report counts them, and they are in the profile
+    m = re.search(r"samples in threads without Python frames (\d+) \((\d+) of them in the "
+                  r"profile", report.read_text())
+    assert m, report.read_text()[:2000]
+    assert int(m.group(1)) >= int(m.group(2)) >= by_tid[worker] > 0
+
+    out2 = tmp_path / "p.folded"
+    r = run_pyperf(["-F", "499", "--threads", "--python-only", "-o", str(out2), "--",
+                    DEBIAN_PY311, os.path.join(WORKLOADS, "blas_pool.py"), "2", str(ids)],
+                   env=env)
+    assert r.returncode == 0, r.stderr
+    truth = json.loads(ids.read_text())
+    tids = {thread_of(f) for f, _ in parse_folded(out2.read_text())}
+    assert tids and tids <= {truth["pid"], truth["caller"]}, (tids, truth)

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import SUPPORTED, UNSUPPORTED, WORKLOADS, names, parse_folded, run_pyperf
+from conftest import SUPPORTED, UNSUPPORTED, WORKLOADS, names, parse_folded, run_pyperf, py_leaf
 
 SPIN = "import time\ndef old_spin():\n    while True: pass\nold_spin()\n"
 
@@ -48,7 +48,7 @@ def test_whole_host_mode_warns_and_keeps_profiling(tmp_path):
         stacks = parse_folded(out.read_text())
         mine = [(f, c) for f, c in stacks if f[0].startswith(f"process {new.pid} ")]
         assert mine, f"no stacks of pid {new.pid}: {[f[0] for f, _ in stacks][:10]}"
-        assert {"leaf_a", "leaf_b"} <= {names(f)[-1] for f, _ in mine}
+        assert {"leaf_a", "leaf_b"} <= {py_leaf(f) for f, _ in mine}
     finally:
         for p in (old, new):
             p.kill()
