@@ -162,9 +162,14 @@ struct scratch {
 	__u64 stk_lo, stk_hi;    /* user stack addresses held in stk */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
+	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
 };
+/* One struct scratch per CPU, indexed by CPU number (a per-CPU array value
+ * is limited to 32 KB, and this is more); the loader sets max_entries to the
+ * number of possible CPUs.  Only on_sample uses it, and a perf event's
+ * program does not nest on its CPU. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct scratch);
@@ -707,6 +712,27 @@ static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, stru
 	return u.flags;
 }
 
+/* Pack s->ev into s->wire (see EV_WIRE_HEAD); returns its length, 0 on a
+ * failed copy. */
+static __always_inline __u64 pack_stack(struct scratch *s)
+{
+	__u64 nf = s->ev.nframes, nn = s->ev.nnative, fbytes, nbytes;
+
+	if (nf > PYPERF_MAX_FRAMES)
+		nf = PYPERF_MAX_FRAMES;
+	if (nn > PYPERF_MAX_NATIVE)
+		nn = PYPERF_MAX_NATIVE;
+	fbytes = nf * sizeof(struct py_frame);
+	nbytes = nn * 8;
+	if (bpf_probe_read_kernel(s->wire, EV_WIRE_HEAD, &s->ev))
+		return 0;
+	if (fbytes && bpf_probe_read_kernel(s->wire + EV_WIRE_HEAD, fbytes, s->ev.frames))
+		return 0;
+	if (nbytes && bpf_probe_read_kernel(s->wire + EV_WIRE_HEAD + fbytes, nbytes, s->ev.native))
+		return 0;
+	return EV_WIRE_HEAD + fbytes + nbytes;
+}
+
 /* Add one sample of this stack.  When the key is new in this counts map, name
  * its code objects (check_step) and announce it; samples of a known key read
  * no code object at all. */
@@ -731,11 +757,8 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 	}
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
-	size = EV_STACK_HDR_SIZE + (__u64)(s->ev.nframes & (PYPERF_MAX_FRAMES * 2 - 1)) *
-					   sizeof(struct py_frame);
-	if (size > sizeof(s->ev))
-		size = sizeof(s->ev);
-	if (bpf_ringbuf_output(&events, &s->ev, size, 0)) {
+	size = pack_stack(s);
+	if (!size || bpf_ringbuf_output(&events, s->wire, size, 0)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return;
 	}
@@ -756,7 +779,7 @@ SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
 	struct proc_info *p;
 	struct scratch *s;
 	struct frame_walk w = {};
@@ -773,7 +796,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	stat_inc(STAT_SAMPLES);
-	s = bpf_map_lookup_elem(&scratch_map, &zero);
+	cpu = bpf_get_smp_processor_id();
+	s = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!s)
 		return 0;
 	w.s = s;

@@ -28,7 +28,10 @@
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
 #define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */
-#define PYPERF_MAX_NATIVE 256     /* native user frames kept per sample (leaf side) */
+#define PYPERF_MAX_NATIVE 2048    /* native user frames kept per sample (leaf side): up
+				   * to 3.10 each Python call costs about three native
+				   * frames, so merged stacks stay whole past 600 Python
+				   * frames */
 #define PYPERF_MAX_MAPPINGS 512   /* executable mappings per process the unwinder knows */
 #define PYPERF_STACK_WINDOW 1024  /* bytes of the user stack read at once */
 #define PYPERF_UNWIND_ROWS (1u << 20) /* default size of the unwind_rows array */
@@ -180,10 +183,18 @@ struct ev_stack {
 	 * which is the start of its unwind row (so samples anywhere in one
 	 * stretch of a function share a key) */
 	__u64 native[PYPERF_MAX_NATIVE];
-	struct py_frame frames[PYPERF_MAX_FRAMES]; /* only nframes are sent, leaf first */
+	struct py_frame frames[PYPERF_MAX_FRAMES]; /* leaf first */
 };
 
 #define EV_STACK_HDR_SIZE (sizeof(struct ev_stack) - sizeof(struct py_frame) * PYPERF_MAX_FRAMES)
+
+/* On the ring buffer a stack travels packed: the fields up to `native`
+ * (EV_WIRE_HEAD bytes), then nframes py_frames, then nnative addresses, so a
+ * shallow stack costs a few hundred bytes however large the limits are.  The
+ * loader unpacks it into a struct ev_stack (ev_stack_unpack in record.c). */
+#define EV_WIRE_HEAD __builtin_offsetof(struct ev_stack, native)
+#define EV_WIRE_MAX (EV_WIRE_HEAD + sizeof(struct py_frame) * PYPERF_MAX_FRAMES + \
+		     8 * PYPERF_MAX_NATIVE)
 
 /* ---- native unwinding (x86-64) ----
  *

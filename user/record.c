@@ -163,6 +163,27 @@ static void classify(struct recorder *r, int pid)
 	}
 }
 
+/* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
+ * -1 for a record whose counts do not match its length. */
+static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
+{
+	const unsigned char *p = data;
+	size_t fbytes, nbytes;
+
+	if (size < EV_WIRE_HEAD)
+		return -1;
+	memcpy(out, p, EV_WIRE_HEAD);
+	if (out->nframes > PYPERF_MAX_FRAMES || out->nnative > PYPERF_MAX_NATIVE)
+		return -1;
+	fbytes = (size_t)out->nframes * sizeof(struct py_frame);
+	nbytes = (size_t)out->nnative * sizeof(out->native[0]);
+	if (size != EV_WIRE_HEAD + fbytes + nbytes)
+		return -1;
+	memcpy(out->frames, p + EV_WIRE_HEAD, fbytes);
+	memcpy(out->native, p + EV_WIRE_HEAD + fbytes, nbytes);
+	return 0;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
@@ -173,11 +194,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	switch (h->kind) {
 	case EV_STACK: {
-		const struct ev_stack *ev = data;
+		static struct ev_stack ev;  /* 48 KB: not on the stack */
 
-		if (size >= EV_STACK_HDR_SIZE &&
-		    size >= EV_STACK_HDR_SIZE + (size_t)ev->nframes * sizeof(struct py_frame))
-			profile_add_stack(&r->prof, ev);
+		if (ev_stack_unpack(data, size, &ev) == 0)
+			profile_add_stack(&r->prof, &ev);
 		break;
 	}
 	case EV_NEW_PID:

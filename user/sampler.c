@@ -127,6 +127,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	s->skel->rodata->native_stacks = o->native_stacks;
 	s->nrows = o->native_stacks ? (o->unwind_rows ? o->unwind_rows : PYPERF_UNWIND_ROWS) : 1;
 	bpf_map__set_max_entries(s->skel->maps.unwind_rows, s->nrows);
+	bpf_map__set_max_entries(s->skel->maps.scratch_map,
+				 libbpf_num_possible_cpus() > 0 ? (__u32)libbpf_num_possible_cpus() : 1);
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
