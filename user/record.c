@@ -194,7 +194,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	switch (h->kind) {
 	case EV_STACK: {
-		static struct ev_stack ev;  /* 48 KB: not on the stack */
+		static struct ev_stack ev;  /* 32 KB: not on the stack */
 
 		if (ev_stack_unpack(data, size, &ev) == 0)
 			profile_add_stack(&r->prof, &ev);
