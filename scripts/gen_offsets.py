@@ -523,7 +523,7 @@ def main(argv):
     if args.show:
         for (maj, mnr), vers, vals in entries:
             print("%d.%d (%s): %s" % (maj, mnr, ", ".join(vers), " ".join(
-                "%s=%s" % (f, fmt_value(f, vals[f])) for f in fields if f != "pad0")))
+                "%s=%s" % (f, fmt_value(f, vals[f])) for f in fields)))
     if args.check:
         try:
             with open(args.output) as fh:

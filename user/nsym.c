@@ -5,7 +5,9 @@
  * add_p_vaddr = true, which makes libdwfl's bias 0 for ET_EXEC and ET_DYN
  * alike, so module addresses are the ELF's own vaddrs (with add_p_vaddr =
  * false an ET_DYN whose first PT_LOAD has p_vaddr != 0 would be shifted by
- * that p_vaddr).  We still subtract whatever bias libdwfl reports.
+ * that p_vaddr).  Symbol addresses are the symbols' own st_value all the
+ * same (see load()): libdwfl shifts those of a separate debug file when the
+ * two files' first PT_LOAD differ.
  *
  * dwfl_module_addrinfo scans the whole symbol table on every call and falls
  * back to the nearest sizeless label, so instead the function symbols are
@@ -451,7 +453,6 @@ static void load(struct nsym_bin *b)
 		 * the difference of the two files' first PT_LOAD, which patchelf
 		 * (Nix, conda, relocated interpreters) makes non-zero by adding a
 		 * segment below the others.  Equal to addr - bias otherwise. */
-		(void)addr;
 		if (!add_sym(b, sym.st_value, sym.st_size, name, rank_of(name, &sym), 0))
 			break;
 	}
