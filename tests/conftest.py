@@ -107,6 +107,8 @@ def is_native(frame):
     m = FRAME_RE.match(frame)
     if not m or is_kernel(frame):
         return False
+    if m.group("line") is not None:
+        return False    # only Python frames carry a line, whatever their file is called
     f = m.group("file")
     return not (f.endswith(".py") or f.startswith("<"))
 
