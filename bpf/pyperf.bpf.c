@@ -114,15 +114,40 @@ struct {
 	__type(value, struct native_maps);
 } native_procs SEC(".maps");
 
-/* every binary's unwind table, back to back; the loader writes it through
- * mmap and sizes it before load */
-struct {
+/* Unwind tables, one BPF array per binary (pyperf.h): the loader creates
+ * each when a sample first asks for it (EV_TABLE) and puts it in its slot. */
+struct unwind_rows_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, PYPERF_UNWIND_ROWS);
-	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE); /* sizes differ */
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct unwind_row);
-} unwind_rows SEC(".maps");
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, PYPERF_MAX_TABLES);
+	__type(key, __u32);
+	__array(values, struct unwind_rows_map);
+} unwind_tables SEC(".maps");
+
+/* slot -> when a sample last used its table (ns), for evicting the coldest;
+ * the loader reads it through mmap */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, PYPERF_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, __u64);
+} table_used SEC(".maps");
+
+/* table id -> when it may be asked for again (EV_TABLE) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} table_req SEC(".maps");
 
 /* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS) */
 struct {
@@ -160,6 +185,10 @@ struct scratch {
 	__u32 lo, hi;            /* binary search bounds, kept here so the verifier
 				  * sees unknown values and prunes the loop */
 	__u64 stk_lo, stk_hi;    /* user stack addresses held in stk */
+	__u64 now;               /* when the sample was taken, for table_used */
+	struct unwind_row row;   /* the frame's rule, while native_step uses it */
+	__u32 last;              /* 1 + the mapping of the last frame; 0: none */
+	__u32 used;              /* the table last marked used in this sample */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
@@ -469,7 +498,6 @@ static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u
 struct native_walk {
 	struct scratch *s;
 	const struct native_maps *nm;
-	const struct native_mapping *last; /* consecutive frames share binaries */
 	__u64 pc, sp, bp;
 	__u64 hash;
 	__u32 flags;
@@ -483,63 +511,96 @@ struct native_walk {
 #define VLOAD(x) (*(volatile __u32 *)&(x))
 #define VSTORE(x, v) (*(volatile __u32 *)&(x) = (v))
 
-static __always_inline const struct native_mapping *find_mapping(struct scratch *s,
-								 const struct native_maps *nm,
-								 __u64 pc)
+/* Each binary search is a bpf_loop of its own, so the verifier checks one
+ * step once rather than every unrolled iteration on every path to it. */
+struct search {
+	struct scratch *s;
+	const void *base;        /* the native_maps, or a table's rows map */
+	__u64 pc;
+};
+
+static long mapping_step(__u32 i, struct search *q)
 {
-	const struct native_mapping *m;
-	__u32 lo, hi, mid;
+	const struct native_maps *nm = q->base;
+	struct scratch *s = q->s;
+	__u32 lo = VLOAD(s->lo), hi = VLOAD(s->hi), mid;
+
+	if (lo >= hi)
+		return 1;
+	mid = (lo + hi) / 2;
+	if (nm->m[mid & (PYPERF_MAX_MAPPINGS - 1)].start <= q->pc)
+		VSTORE(s->lo, mid + 1);
+	else
+		VSTORE(s->hi, mid);
+	return 0;
+}
+
+/* 1 + the index of the mapping holding pc, or 0 */
+static __always_inline __u32 find_mapping(struct scratch *s, const struct native_maps *nm,
+					  __u64 pc)
+{
+	struct search q = { .s = s, .base = nm, .pc = pc };
+	__u32 lo;
 
 	VSTORE(s->lo, 0);
 	VSTORE(s->hi, nm->n > PYPERF_MAX_MAPPINGS ? PYPERF_MAX_MAPPINGS : nm->n);
-#pragma clang loop unroll(disable)
-	for (int i = 0; i < 10; i++) { /* 2^10 > PYPERF_MAX_MAPPINGS */
-		lo = VLOAD(s->lo);
-		hi = VLOAD(s->hi);
-		if (lo >= hi)
-			break;
-		mid = (lo + hi) / 2;
-		if (nm->m[mid & (PYPERF_MAX_MAPPINGS - 1)].start <= pc)
-			VSTORE(s->lo, mid + 1);
-		else
-			VSTORE(s->hi, mid);
-	}
+	bpf_loop(10, mapping_step, &q, 0); /* 2^10 > PYPERF_MAX_MAPPINGS */
 	lo = VLOAD(s->lo);
-	if (!lo)
-		return NULL;
-	m = &nm->m[(lo - 1) & (PYPERF_MAX_MAPPINGS - 1)];
-	return pc < m->end ? m : NULL;
+	if (!lo || pc >= nm->m[(lo - 1) & (PYPERF_MAX_MAPPINGS - 1)].end)
+		return 0;
+	return lo;
 }
 
-/* the row covering pc (an ELF address) in rows [start, start + len) */
-static __always_inline const struct unwind_row *find_row(struct scratch *s, __u32 start,
-							 __u32 len, __u32 pc)
+static long row_step(__u32 i, struct search *q)
 {
+	struct scratch *s = q->s;
 	const struct unwind_row *r;
-	__u32 lo, hi, mid;
+	__u32 lo = VLOAD(s->lo), hi = VLOAD(s->hi), mid;
 
-	VSTORE(s->lo, start);
-	VSTORE(s->hi, start + len);
-#pragma clang loop unroll(disable)
-	for (int i = 0; i < 25; i++) { /* 2^25 rows at most */
-		lo = VLOAD(s->lo);
-		hi = VLOAD(s->hi);
-		if (lo >= hi)
-			break;
-		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&unwind_rows, &mid);
-		if (!r)
-			return NULL;
-		if (r->pc <= pc)
-			VSTORE(s->lo, mid + 1);
-		else
-			VSTORE(s->hi, mid);
+	if (lo >= hi)
+		return 1;
+	mid = lo + (hi - lo) / 2;
+	r = bpf_map_lookup_elem((void *)q->base, &mid);
+	if (!r) {
+		VSTORE(s->lo, 0); /* cannot happen: the header's count is the size */
+		VSTORE(s->hi, 0);
+		return 1;
 	}
+	if (r->pc <= q->pc)
+		VSTORE(s->lo, mid + 1);
+	else
+		VSTORE(s->hi, mid);
+	return 0;
+}
+
+/* the row covering pc (an ELF address) in a table's rows [1, 1 + nrows) */
+static __always_inline const struct unwind_row *find_row(struct scratch *s, void *rows,
+							 __u32 nrows, __u32 pc)
+{
+	struct search q = { .s = s, .base = rows, .pc = pc };
+	__u32 mid;
+
+	VSTORE(s->lo, 1);
+	VSTORE(s->hi, 1 + nrows);
+	bpf_loop(27, row_step, &q, 0); /* 2^27 rows at most */
 	mid = VLOAD(s->lo);
-	if (mid == start)
+	if (mid <= 1)
 		return NULL;
 	mid -= 1;
-	return bpf_map_lookup_elem(&unwind_rows, &mid);
+	return bpf_map_lookup_elem(rows, &mid);
+}
+
+/* ask the loader for a table it has not loaded (yet), at most every 100 ms */
+static __always_inline void request_table(__u32 tgid, __u32 table)
+{
+	__u64 now = bpf_ktime_get_ns(), next = now + 100ULL * 1000 * 1000, *t;
+	struct ev_table ev = { .kind = EV_TABLE, .pid = tgid, .table = table };
+
+	t = bpf_map_lookup_elem(&table_req, &table);
+	if (t && now < *t)
+		return;
+	bpf_map_update_elem(&table_req, &table, &next, BPF_ANY);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
 }
 
 /* ask the loader to read the process's mappings again, at most every 100 ms */
@@ -583,10 +644,11 @@ static long native_step(__u32 i, struct native_walk *u)
 {
 	__u32 n = u->s->ev.nnative;
 	const struct native_mapping *m;
-	const struct unwind_row *r;
-	struct unwind_row row;
+	const struct unwind_row *r, *hdr;
 	struct row_cache_entry *c;
 	__u64 cfa, ra, pc = u->pc, look;
+	__u32 slot, idx, zero = 0;
+	void *rows;
 
 	if (!pc)
 		return 1; /* frame pointer chains end with 0 */
@@ -599,49 +661,68 @@ static long native_step(__u32 i, struct native_walk *u)
 	look = pc - (n ? 1 : 0);
 	c = &u->s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
 	if (n && c->pc == look && c->tgid == u->tgid && c->gen == u->gen) {
-		row = c->row;
+		u->s->row = c->row;
 		native_push(u, n, pc);
 		goto unwind;
 	}
-	m = u->last;
-	if (!m || pc < m->start || pc >= m->end)
-		m = find_mapping(u->s, u->nm, pc);
-	u->last = m;
-	if (!m) {
-		native_push(u, n, pc);
-		u->flags |= STACK_NATIVE_INCOMPLETE;
-		request_maps(u->tgid);
-		return 1;
+	/* consecutive frames often share a mapping; its index is kept in the
+	 * scratch map, not the stack, so both ways on meet in one state */
+	idx = VLOAD(u->s->last);
+	m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	if (!idx || pc < m->start || pc >= m->end) {
+		idx = find_mapping(u->s, u->nm, pc);
+		VSTORE(u->s->last, idx);
+		if (!idx) {
+			native_push(u, n, pc);
+			u->flags |= STACK_NATIVE_INCOMPLETE;
+			request_maps(u->tgid);
+			return 1;
+		}
+		m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	}
-	if (!m->rows_len) {
-		/* no CFI: trust rbp to be a frame pointer */
+	if (m->table == TABLE_NONE)
+		goto frame_pointers;
+	slot = TABLE_SLOT(m->table);
+	rows = bpf_map_lookup_elem(&unwind_tables, &slot);
+	hdr = rows ? bpf_map_lookup_elem(rows, &zero) : NULL;
+	if (!hdr || hdr->pc != m->table) {
+		/* not loaded yet, or evicted: the loader builds it */
 		native_push(u, n, pc);
-		if (!u->bp || u->bp < u->sp)
-			goto incomplete;
-		cfa = u->bp + 16;
-		if (stack_word(u->s, cfa - 16, &u->bp) || stack_word(u->s, cfa - 8, &ra))
-			goto incomplete;
-		u->sp = cfa;
-		u->pc = ra;
-		return 0;
+		request_table(u->tgid, m->table);
+		u->flags |= STACK_NATIVE_PENDING;
+		goto incomplete;
 	}
-	r = find_row(u->s, m->rows_start, m->rows_len, (__u32)(look - m->bias));
+	if (VLOAD(u->s->used) != m->table) {
+		/* in the scratch map, not on the stack: the verifier then sees
+		 * the same state whether or not this branch was taken */
+		VSTORE(u->s->used, m->table);
+		bpf_map_update_elem(&table_used, &slot, &u->s->now, BPF_ANY);
+	}
+	if (!hdr->nrows)
+		goto frame_pointers;
+	if (hdr->nrows == UNWIND_NO_TABLE) {
+		native_push(u, n, pc);
+		goto incomplete;
+	}
+	r = find_row(u->s, rows, hdr->nrows, (__u32)(look - m->bias));
 	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED) {
 		native_push(u, n, pc);
 		goto incomplete;
 	}
-	row = *r;
+	u->s->row = *r;
 	if (n) {
 		c->pc = look;
 		c->tgid = u->tgid;
 		c->gen = u->gen;
-		c->row = row;
+		c->row = *r;
 	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
 	 * share one stack (a return address is already stable) */
-	native_push(u, n, n ? pc : row.pc + m->bias);
+	native_push(u, n, n ? pc : r->pc + m->bias);
 unwind:
-	r = &row;
+	/* both ways here leave the row in the scratch map, where the verifier
+	 * does not track it: their states match and it checks what follows once */
+	r = &u->s->row;
 	switch (r->cfa_kind) {
 	case CFA_END:
 		return 1; /* the outermost frame: complete */
@@ -661,12 +742,23 @@ unwind:
 	}
 	/* the lower word first: the window then holds both */
 	if (r->rbp_kind == RBP_AT_CFA) {
-		if (stack_word(u->s, cfa + r->rbp_off, &u->bp))
+		if (stack_word(u->s, cfa + (__s64)r->rbp_off8 * 8, &u->bp))
 			goto incomplete;
 	} else if (r->rbp_kind == RBP_LOST) {
 		u->bp = 0;
 	}
 	if (stack_word(u->s, cfa - 8, &ra))
+		goto incomplete;
+	u->sp = cfa;
+	u->pc = ra;
+	return 0;
+frame_pointers:
+	/* no CFI: trust rbp to be a frame pointer */
+	native_push(u, n, pc);
+	if (!u->bp || u->bp < u->sp)
+		goto incomplete;
+	cfa = u->bp + 16;
+	if (stack_word(u->s, cfa - 16, &u->bp) || stack_word(u->s, cfa - 8, &ra))
 		goto incomplete;
 	u->sp = cfa;
 	u->pc = ra;
@@ -702,12 +794,17 @@ static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, stru
 		u.bp = BPF_CORE_READ(regs, bp);
 	}
 	u.flags = STACK_NATIVE;
+	s->now = bpf_ktime_get_ns();
+	s->used = 0;
+	s->last = 0;
 	s->stk_lo = s->stk_hi = 0;
 	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, &u, 0);
 	if (u.flags & STACK_NATIVE_INCOMPLETE)
 		stat_inc(STAT_NATIVE_INCOMPLETE);
 	if (u.flags & STACK_NATIVE_TRUNCATED)
 		stat_inc(STAT_NATIVE_TRUNCATED);
+	if (u.flags & STACK_NATIVE_PENDING)
+		stat_inc(STAT_NATIVE_PENDING);
 	*hash = mix(u.hash, s->ev.nnative);
 	return u.flags;
 }

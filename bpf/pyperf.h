@@ -34,7 +34,8 @@
 				   * frames */
 #define PYPERF_MAX_MAPPINGS 512   /* executable mappings per process the unwinder knows */
 #define PYPERF_STACK_WINDOW 1024  /* bytes of the user stack read at once */
-#define PYPERF_UNWIND_ROWS (1u << 20) /* default size of the unwind_rows array */
+#define PYPERF_MAX_TABLES 8192   /* unwind tables loaded at once (slots; a power of 2) */
+#define PYPERF_UNWIND_MB 256     /* default cap on the unwind tables' memory */
 
 /* How a frame says where it is in its code. */
 enum py_instr_kind {
@@ -145,6 +146,8 @@ static inline int py_frame_is_shim(const struct py_offsets *o, __u8 owner)
 #define STACK_NATIVE_INCOMPLETE 16u /* native unwinding stopped before the outermost frame */
 #define STACK_NO_PYTHON 32u        /* set by the loader: the thread ran no Python frame
 				    * (native and kernel frames only) */
+#define STACK_NATIVE_PENDING 64u   /* with INCOMPLETE: stopped at a binary whose
+				    * unwind table the loader is still building */
 
 struct stack_key {
 	__u32 pid;                   /* tgid */
@@ -161,11 +164,19 @@ enum ev_kind {
 	EV_EXEC = 3,     /* a process exec'ed a new program */
 	EV_EXIT = 4,     /* a process exited */
 	EV_MAPS = 5,     /* a profiled process ran code in a mapping the unwinder lacks */
+	EV_TABLE = 6,    /* a sample needs a binary's unwind table (struct ev_table) */
 };
 
 struct ev_header {
 	__u32 kind;
 	__u32 pid;
+};
+
+struct ev_table {
+	__u32 kind;
+	__u32 pid;
+	__u32 table;                 /* native_mapping.table */
+	__u32 pad;
 };
 
 struct ev_stack {
@@ -198,12 +209,20 @@ struct ev_stack {
 
 /* ---- native unwinding (x86-64) ----
  *
- * The loader turns each mapped binary's CFI (.eh_frame, .debug_frame) into a
- * compact table of `struct unwind_row`, sorted by pc, stored in the global
- * `unwind_rows` array.  A row holds from its pc (an ELF virtual address of the
- * binary, i.e. runtime pc - load bias) up to the next row's pc.  On x86-64 the
- * return address is always at CFA - 8, so a row only says how to find the CFA
- * and where the caller's rbp was saved. */
+ * The loader turns a binary's CFI (.eh_frame, .debug_frame) into a compact
+ * table of `struct unwind_row`, sorted by pc, when a sample first needs it.
+ * A row holds from its pc (an ELF virtual address of the binary, i.e. runtime
+ * pc - load bias) up to the next row's pc.  On x86-64 the return address is
+ * always at CFA - 8, so a row only says how to find the CFA and where the
+ * caller's rbp was saved.
+ *
+ * Each table is its own BPF array, in slot (table & (PYPERF_MAX_TABLES - 1))
+ * of the `unwind_tables` array of maps, shared by every process that maps the
+ * binary.  Its element 0 is a header: `pc` is the table's full id (slot and
+ * a tag that changes each time the slot is reused, so a mapping that still
+ * names an evicted table never reads another binary's rows) and `nrows` the
+ * rows that follow; nrows 0 says the binary has no CFI (follow frame
+ * pointers) and UNWIND_NO_TABLE that its table could not be loaded. */
 enum unwind_cfa_kind {
 	CFA_NONE = 0,      /* no CFI covers this pc (gap between functions) */
 	CFA_RSP = 1,       /* CFA = rsp + cfa_off */
@@ -215,25 +234,44 @@ enum unwind_cfa_kind {
 
 enum unwind_rbp_kind {
 	RBP_SAME = 0,      /* caller's rbp is the current rbp */
-	RBP_AT_CFA = 1,    /* caller's rbp was saved at [CFA + rbp_off] */
+	RBP_AT_CFA = 1,    /* caller's rbp was saved at [CFA + 8 * rbp_off8] */
 	RBP_LOST = 2,      /* not recoverable (rule the unwinder does not follow) */
 };
 
+/* 8 bytes.  A CFA offset above 65535 or an rbp slot not a multiple of 8
+ * within 8 KiB of the CFA does not fit: the row is CFA_UNSUPPORTED or
+ * RBP_LOST (counted by the builder; none in libc, libpython or libtorch). */
+#define UNWIND_CFA_OFF_MAX 0xffff
+#define UNWIND_RBP_OFF8_MIN (-1024)
+#define UNWIND_RBP_OFF8_MAX 1023
 struct unwind_row {
 	__u32 pc;
-	__s32 cfa_off;
-	__s16 rbp_off;
-	__u8 cfa_kind;     /* enum unwind_cfa_kind */
-	__u8 rbp_kind;     /* enum unwind_rbp_kind */
-	__u32 pad;         /* array map values are 8-byte aligned: 16 bytes either way */
+	union {
+		struct {
+			__u32 cfa_kind : 3;   /* enum unwind_cfa_kind */
+			__u32 rbp_kind : 2;   /* enum unwind_rbp_kind */
+			__s32 rbp_off8 : 11;  /* rbp saved at CFA + 8 * rbp_off8 */
+			__u32 cfa_off : 16;
+		};
+		__u32 nrows;                  /* in the header (element 0) */
+	};
 };
+
+#define UNWIND_NO_TABLE 0xffffffffu   /* header nrows: no rows (did not fit, unreadable) */
+
+/* native_mapping.table: 0 no table (code without a file, JIT: frame
+ * pointers); TABLE_TRAMPOLINE CPython's perf trampolines (a fixed one-row
+ * table); else slot | tag << 16 of the binary's table. */
+#define TABLE_NONE 0u
+#define TABLE_TRAMPOLINE 1u
+#define TABLE_SLOT(t) ((t) & (PYPERF_MAX_TABLES - 1))
 
 /* One executable mapping of a process, for the unwinder. */
 struct native_mapping {
 	__u64 start, end;            /* [start, end) in the process */
 	__u64 bias;                  /* runtime address - ELF virtual address */
-	__u32 rows_start;            /* its binary's rows in unwind_rows */
-	__u32 rows_len;              /* 0: no CFI (JIT code): follow frame pointers */
+	__u32 table;                 /* its binary's table (see above) */
+	__u32 pad;
 };
 
 /* Value of the `native_procs` map, key: tgid.  Sorted by start. */
@@ -257,6 +295,7 @@ enum stat_idx {
 	STAT_NEW_PID_EVENTS,  /* unclassified process announcements */
 	STAT_NATIVE_INCOMPLETE, /* native unwinding stopped early */
 	STAT_NATIVE_TRUNCATED,  /* deeper than PYPERF_MAX_NATIVE native frames */
+	STAT_NATIVE_PENDING,    /* of the incomplete ones: a table was still being built */
 	STAT_NR,
 };
 

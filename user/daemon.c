@@ -57,6 +57,7 @@ struct daemon_cfg {
 	char push[1024];             /* server URL; "" none */
 	char spool[1024];
 	uint64_t spool_bytes;
+	uint64_t unwind_bytes;       /* cap on the native unwind tables */
 	char app_env[128];
 	char log[1024];              /* "" stderr */
 	bool stats, no_kernel, python_only;
@@ -102,6 +103,7 @@ static void defaults(struct daemon_cfg *c)
 	c->keep_bytes = 1ull << 30;
 	snprintf(c->spool, sizeof(c->spool), "/var/lib/pyperf-bpf/spool");
 	c->spool_bytes = 256ull << 20;
+	c->unwind_bytes = (uint64_t)PYPERF_UNWIND_MB << 20;
 	snprintf(c->app_env, sizeof(c->app_env), "PYPERF_SERVICE");
 }
 
@@ -190,6 +192,9 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 			goto bad;
 	} else if (!strcmp(key, "spool-bytes")) {
 		if (!parse_size(v, &c->spool_bytes) || !c->spool_bytes)
+			goto bad;
+	} else if (!strcmp(key, "unwind-bytes")) {
+		if (!parse_size(v, &c->unwind_bytes) || c->unwind_bytes < 4096)
 			goto bad;
 	} else if (!strcmp(key, "stats")) {
 		if (!parse_bool(v, &c->stats))
@@ -319,6 +324,8 @@ static void usage(void)
 	       "                           (default /var/lib/pyperf-bpf/spool)\n"
 	       "      --spool-bytes SIZE   spool limit; beyond it the oldest are dropped\n"
 	       "                           (default 256M)\n"
+	       "      --unwind-bytes SIZE  memory the native unwind tables may take; beyond\n"
+	       "                           it the least recently used are evicted (default 256M)\n"
 	       "      --app-env NAME       the target's variable naming its application\n"
 	       "                           (default PYPERF_SERVICE; else its script or module)\n"
 	       "      --stats              log one line of figures per interval\n"
@@ -341,6 +348,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "push", required_argument, NULL, 0 },
 		{ "spool", required_argument, NULL, 0 },
 		{ "spool-bytes", required_argument, NULL, 0 },
+		{ "unwind-bytes", required_argument, NULL, 0 },
 		{ "app-env", required_argument, NULL, 0 },
 		{ "log", required_argument, NULL, 0 },
 		{ "stats", no_argument, NULL, 0 },
@@ -927,8 +935,7 @@ int daemon_main(int argc, char **argv)
 	o.want = want;
 	o.on_hup = on_hup;
 	o.cb_ctx = &d;
-	if (getenv("PYPERF_UNWIND_ROWS"))
-		o.unwind_rows = strtoul(getenv("PYPERF_UNWIND_ROWS"), NULL, 10);
+	o.unwind_bytes = d.cfg.unwind_bytes;
 	dlog(DLOG_INFO, "profiling CPython processes at %d Hz, one profile per process every %.0f s%s%s%s%s",
 	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,
 	     d.cfg.push[0] ? ", pushed to " : "", d.cfg.push);

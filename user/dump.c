@@ -44,8 +44,8 @@ struct dumper {
 	size_t n;
 	struct profile prof;
 	struct native nat;
-	struct unwind_row *rows;     /* the unwind tables, in memory */
-	size_t nrows, caprows;
+	struct native_store store;
+	struct unwind_row *table[PYPERF_MAX_TABLES]; /* the unwind tables, in memory */
 };
 
 static char thread_state(int pid, int tid)
@@ -145,23 +145,51 @@ static void resume_threads(struct dumper *d)
 		ptrace(PTRACE_DETACH, d->t[i].tid, 0, 0);
 }
 
-static int put_rows(void *ctx, size_t start, const struct unwind_row *rows, size_t n)
+/* The native_store of dump: tables in memory, built when the walk needs them. */
+static long mem_create(void *ctx, const struct unwind_row *t, size_t n)
+{
+	struct unwind_row *v = malloc(n * sizeof(*v));
+
+	(void)ctx;
+	if (!v)
+		return -1;
+	memcpy(v, t, n * sizeof(*v));
+	return (long)(uintptr_t)v;
+}
+
+static int mem_install(void *ctx, uint32_t slot, long h)
 {
 	struct dumper *d = ctx;
 
-	if (start + n > d->caprows) {
-		size_t cap = (start + n) * 2;
-		struct unwind_row *v = realloc(d->rows, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		d->rows = v;
-		d->caprows = cap;
-	}
-	memcpy(d->rows + start, rows, n * sizeof(*rows));
-	if (start + n > d->nrows)
-		d->nrows = start + n;
+	free(d->table[slot]);
+	d->table[slot] = (struct unwind_row *)(uintptr_t)h;
 	return 0;
+}
+
+static void mem_remove(void *ctx, uint32_t slot)
+{
+	struct dumper *d = ctx;
+
+	free(d->table[slot]);
+	d->table[slot] = NULL;
+}
+
+static void mem_discard(void *ctx, long h)
+{
+	(void)ctx;
+	free((void *)(uintptr_t)h);
+}
+
+static const struct unwind_row *mem_table(void *ctx, uint32_t table)
+{
+	struct dumper *d = ctx;
+	const struct unwind_row *t = d->table[TABLE_SLOT(table)];
+
+	if (!t || t[0].pc != table) {
+		native_table_request(&d->nat, table); /* built now: not threaded */
+		t = d->table[TABLE_SLOT(table)];
+	}
+	return t;
 }
 
 /* The PyThreadState of the thread with this FS base, or 0. */
@@ -191,7 +219,7 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 	if (nm && t->stopped) {
 		struct pywalk_regs g = { t->regs.rip, t->regs.rsp, t->regs.rbp };
 
-		ev->nnative = pywalk_native(d->o->pid, nm, d->rows, d->nrows, g, ev->native,
+		ev->nnative = pywalk_native(d->o->pid, nm, mem_table, d, g, ev->native,
 					    PYPERF_MAX_NATIVE, &natflags);
 	}
 	ev->flags = pyflags | natflags;
@@ -230,7 +258,14 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 		return -1;
 	}
 	if (d->o->native) {
-		native_init(&d->nat, put_rows, d, (size_t)1 << 25);
+		d->store = (struct native_store){ .create = mem_create, .install = mem_install,
+						  .remove = mem_remove, .discard = mem_discard,
+						  .ctx = d };
+		if (native_init(&d->nat, &d->store, UINT64_MAX, false)) {
+			snprintf(err, errlen, "out of memory");
+			free(ev);
+			return -1;
+		}
 		d->prof.nat = &d->nat;
 		have_maps = native_proc_update(&d->nat, d->o->pid, &nm, err, errlen) == 0;
 	}
@@ -354,7 +389,8 @@ out:
 	profile_free(&d.prof);
 	if (o->native)
 		native_free(&d.nat);
-	free(d.rows);
+	for (size_t i = 0; i < PYPERF_MAX_TABLES; i++)
+		free(d.table[i]);
 	free(d.t);
 	return rc;
 }

@@ -50,9 +50,11 @@ static void usage(FILE *f)
 		"      --python-only        Python frames only (no native or kernel frames)\n"
 		"      --top N              rows in each report table (default 20)\n"
 		"      --stats-json FILE    write run statistics (for benchmarks)\n"
+		"      --unwind-mb N        memory the native unwind tables may take (default %d;\n"
+		"                           beyond it the least recently used are evicted)\n"
 		"  -v, --verbose            say what is happening\n"
 		"  -h, --help               this help\n",
-		MAX_FREQ);
+		MAX_FREQ, PYPERF_UNWIND_MB);
 }
 
 static int fail_usage(const char *fmt, const char *arg)
@@ -102,7 +104,7 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE };
+       OPT_ICICLE, OPT_UNWIND_MB };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -117,6 +119,7 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "icicle", no_argument, NULL, OPT_ICICLE },
 	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
+	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -182,6 +185,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_STATS_JSON:
 			o->stats_json = optarg;
+			break;
+		case OPT_UNWIND_MB:
+			if (!parse_long(optarg, 1, 1 << 20, &v))
+				return fail_usage("--unwind-mb: not a number from 1 to 1048576: '%s'",
+						  optarg);
+			o->unwind_bytes = (uint64_t)v << 20;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -382,13 +391,13 @@ int main(int argc, char **argv)
 					  getenv("PYPERF_COUNTS_ENTRIES"));
 		o.counts_entries = (unsigned)v;
 	}
-	if (getenv("PYPERF_UNWIND_ROWS")) {
+	if (getenv("PYPERF_UNWIND_BYTES")) { /* finer than --unwind-mb, for tests */
 		long v;
 
-		if (!parse_long(getenv("PYPERF_UNWIND_ROWS"), 1, 1 << 25, &v))
-			return fail_usage("PYPERF_UNWIND_ROWS: not a number from 1 to 33554432: '%s'",
-					  getenv("PYPERF_UNWIND_ROWS"));
-		o.unwind_rows = (size_t)v;
+		if (!parse_long(getenv("PYPERF_UNWIND_BYTES"), 4096, 1L << 40, &v))
+			return fail_usage("PYPERF_UNWIND_BYTES: not a number of bytes from 4096: '%s'",
+					  getenv("PYPERF_UNWIND_BYTES"));
+		o.unwind_bytes = (uint64_t)v;
 	}
 	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
 	rc = record_run(&o);

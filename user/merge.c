@@ -9,6 +9,7 @@
 
 MARK(merge_mark_truncated, "[native truncated]");
 MARK(merge_mark_incomplete, "[native incomplete]");
+MARK(merge_mark_pending, "[native pending]");
 MARK(merge_mark_unmerged, "[unmerged native]");
 
 static uint32_t count_segments(const uint8_t *entry, uint32_t np)
@@ -54,6 +55,7 @@ uint32_t merge_frames(const struct pframe *py, const uint8_t *entry, uint32_t np
 		}
 		if (p < np || partial)
 			put_native(out, &k, flags & STACK_NATIVE_TRUNCATED ? &merge_mark_truncated
+					    : flags & STACK_NATIVE_PENDING ? &merge_mark_pending
 									    : &merge_mark_incomplete);
 		while (p < np)
 			out[k++] = py[p++];

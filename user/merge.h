@@ -22,6 +22,9 @@
 
 extern const struct pyfunc merge_mark_truncated;  /* "[native truncated]" */
 extern const struct pyfunc merge_mark_incomplete; /* "[native incomplete]" */
+extern const struct pyfunc merge_mark_pending;    /* "[native pending]": the table of
+						   * the binary it stopped in was
+						   * still being built */
 extern const struct pyfunc merge_mark_unmerged;   /* "[unmerged native]" */
 
 /* py[0..np) leaf first with entry[i] != 0 for entry frames; nat[0..nn) leaf

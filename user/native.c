@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <gelf.h>
 #include <limits.h>
 #include <libelf.h>
@@ -18,13 +19,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_SEGS 16
-#define ROW_TRAMPOLINE 1 /* reserved row: CPython's perf trampolines */
+#define TABLE_UNAVAILABLE 2u /* reserved: a shared "no table" (all slots busy) */
+#define FIRST_SLOT 3u
+
+enum table_state {
+	T_IDLE,      /* not built, or evicted: built when a sample asks */
+	T_QUEUED,    /* with the worker */
+	T_LOADED,
+	T_FAILED,    /* unreadable CFI or larger than the cap: a marker is loaded */
+};
 
 struct nseg {
 	uint64_t vaddr, offset, filesz;
@@ -36,7 +46,12 @@ struct nbin {
 	int fd;
 	struct nseg segs[MAX_SEGS];  /* PT_LOAD segments */
 	int nsegs;
-	uint32_t rows_start, rows_len;
+	uint32_t table;              /* id: slot | tag << 16; TABLE_NONE: none yet */
+	uint8_t tstate;              /* enum table_state */
+	uint32_t nprocs;             /* processes mapping it now */
+	uint64_t stamp;
+	uint64_t bytes, nrows;       /* while loaded */
+	uint64_t loaded_ns;
 	struct nsym_bin *sym;        /* opened on first use */
 	bool sym_failed;
 	struct pybin info;           /* what pprof says of the binary */
@@ -45,6 +60,7 @@ struct nbin {
 struct nmap {
 	uint64_t start, end, bias;
 	struct nbin *bin;            /* NULL: anonymous code */
+	bool trampolines;            /* CPython's perf trampolines (bin NULL) */
 };
 
 struct jit_sym {
@@ -92,24 +108,6 @@ static struct pyfunc *new_func(const char *name, const char *file, uint8_t kind)
 		return NULL;
 	}
 	return f;
-}
-
-void native_init(struct native *n, native_write_fn write, void *ctx, size_t cap)
-{
-	struct unwind_row fixed[ROW_TRAMPOLINE + 1];
-
-	memset(n, 0, sizeof(*n));
-	memset(fixed, 0, sizeof(fixed)); /* row 0: pc 0, CFA_NONE */
-	fixed[ROW_TRAMPOLINE].cfa_kind = CFA_RSP;
-	fixed[ROW_TRAMPOLINE].cfa_off = 16;
-	fixed[ROW_TRAMPOLINE].rbp_kind = RBP_SAME;
-	if (write && cap > ROW_TRAMPOLINE && write(ctx, 0, fixed, ROW_TRAMPOLINE + 1) == 0) {
-		n->write = write;
-		n->write_ctx = ctx;
-		n->cap = cap;
-		n->used = ROW_TRAMPOLINE + 1;
-	}
-	n->unknown = new_func("[unknown]", "", FN_NATIVE);
 }
 
 static void free_bin(void *v)
@@ -204,15 +202,6 @@ static void free_func(void *v)
 	pyfunc_free(v);
 }
 
-void native_free(struct native *n)
-{
-	hmap_free(&n->procs, free_proc);
-	hmap_free(&n->funcs, free_func);
-	hmap_free(&n->bins, free_bin);
-	pyfunc_free(n->unknown);
-	memset(n, 0, sizeof(*n));
-}
-
 /* PT_LOAD segments of the ELF file on fd; 0, or -1 if it is not ELF */
 static int read_segments(struct nbin *b)
 {
@@ -246,34 +235,435 @@ out:
 	return rc;
 }
 
-/* Build b's unwind table into the shared rows. */
-static void build_table(struct native *n, struct nbin *b)
+/* ---- tables: built on demand, loaded up to the cap, evicted, reclaimed ---- */
+
+struct native_job {
+	struct native_job *next;
+	uint32_t table;
+	int fd;                      /* a dup of the binary's */
+	char *path;
+	/* the result */
+	long handle;                 /* -1: failed */
+	uint64_t nrows, bytes, build_ns;
+	bool too_big;
+};
+
+#define WORKERS 2 /* a process's first tables come in parallel */
+
+struct native_worker {
+	pthread_t thread[WORKERS];
+	int nthreads;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct native_job *todo, *todo_tail, *done;
+	size_t queued;               /* jobs not yet collected */
+	int efd;                     /* signalled when a job is done */
+	bool stop;
+};
+
+/* BPF memory of a table of n elements (arrays are allocated by pages) */
+static uint64_t table_bytes(uint64_t n)
+{
+	return (n * sizeof(struct unwind_row) + 4095) / 4096 * 4096;
+}
+
+/* Build the job's table and make it loadable (any thread). */
+static void run_job(const struct native_store *store, uint64_t cap, struct native_job *j)
 {
 	struct unwind_table t = { 0 };
+	struct unwind_row *v;
 	char err[256];
 	uint64_t t0 = now_ns();
 
-	b->rows_start = b->rows_len = 0;
-	if (!n->cap)
-		return;
-	if (unwind_table_build(b->fd, b->path, &t, err, sizeof(err)) == 0 && t.n) {
-		if (n->used + t.n <= n->cap && t.n <= UINT32_MAX &&
-		    n->write(n->write_ctx, n->used, t.rows, t.n) == 0) {
-			b->rows_start = (uint32_t)n->used;
-			b->rows_len = (uint32_t)t.n;
-			n->used += t.n;
-			n->st.rows = n->used;
-			n->st.tables++;
-		} else {
-			/* no room: row 0 says "no CFI", so unwinding stops here
-			 * rather than trusting frame pointers that are not there */
-			b->rows_start = 0;
-			b->rows_len = 1;
-			n->st.no_room++;
+	j->handle = -1;
+	if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 && t.n < (1u << 26)) {
+		j->nrows = t.n;
+		j->bytes = table_bytes(t.n + 1);
+		if (j->bytes > cap) {
+			j->too_big = true;
+		} else if ((v = malloc((t.n + 1) * sizeof(*v)))) {
+			memset(v, 0, sizeof(*v));
+			v[0].pc = j->table;
+			v[0].nrows = (uint32_t)t.n;
+			memcpy(v + 1, t.rows, t.n * sizeof(*v));
+			j->handle = store->create(store->ctx, v, t.n + 1);
+			free(v);
 		}
 	}
 	unwind_table_free(&t);
-	n->st.build_ns += now_ns() - t0;
+	j->build_ns = now_ns() - t0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct native *n = arg;
+	struct native_worker *w = n->w;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct native_job *j;
+
+		while (!w->todo && !w->stop)
+			pthread_cond_wait(&w->wake, &w->lock);
+		if (w->stop)
+			break;
+		j = w->todo;
+		w->todo = j->next;
+		if (!w->todo)
+			w->todo_tail = NULL;
+		pthread_mutex_unlock(&w->lock);
+		run_job(n->store, n->cap, j);
+		pthread_mutex_lock(&w->lock);
+		j->next = w->done;
+		w->done = j;
+		if (w->efd >= 0) {
+			uint64_t one = 1;
+
+			if (write(w->efd, &one, sizeof(one)) < 0) {
+				/* a full counter still wakes the reader */
+			}
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void free_job(struct native *n, struct native_job *j)
+{
+	if (j->handle >= 0)
+		n->store->discard(n->store->ctx, j->handle);
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j->path);
+	free(j);
+}
+
+/* A header-only table: nrows 0 (no CFI: frame pointers) or UNWIND_NO_TABLE. */
+static int install_marker(struct native *n, uint32_t table, uint32_t nrows)
+{
+	struct unwind_row hdr;
+	long h;
+
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.pc = table;
+	hdr.nrows = nrows;
+	h = n->store->create(n->store->ctx, &hdr, 1);
+	if (h < 0)
+		return -1;
+	if (n->store->install(n->store->ctx, TABLE_SLOT(table), h)) {
+		n->store->discard(n->store->ctx, h);
+		return -1;
+	}
+	return 0;
+}
+
+static void unload(struct native *n, struct nbin *b)
+{
+	if (b->tstate == T_LOADED || b->tstate == T_FAILED) {
+		n->store->remove(n->store->ctx, TABLE_SLOT(b->table));
+		if (b->tstate == T_LOADED) {
+			n->st.tables--;
+			n->st.rows -= b->nrows;
+			n->st.bytes -= b->bytes;
+		}
+	}
+	b->tstate = T_IDLE;
+	b->bytes = b->nrows = 0;
+}
+
+/* Evict the least recently used loaded table other than keep; false: none. */
+static bool evict_one(struct native *n, const struct nbin *keep)
+{
+	const uint64_t *used = n->store->used ? n->store->used(n->store->ctx) : NULL;
+	struct nbin *victim = NULL;
+	uint64_t best = UINT64_MAX;
+
+	for (uint32_t i = FIRST_SLOT; i < PYPERF_MAX_TABLES; i++) {
+		struct nbin *b = n->slot[i];
+		uint64_t t;
+
+		if (!b || b == keep || b->tstate != T_LOADED)
+			continue;
+		t = used && used[i] > b->loaded_ns ? used[i] : b->loaded_ns;
+		if (t < best) {
+			best = t;
+			victim = b;
+		}
+	}
+	if (!victim)
+		return false;
+	unload(n, victim);
+	n->st.evicted++;
+	return true;
+}
+
+/* Load a finished job's table (main thread). */
+static void load_job(struct native *n, struct native_job *j)
+{
+	struct nbin *b = n->slot[TABLE_SLOT(j->table)];
+
+	n->st.build_ns += j->build_ns;
+	if (j->build_ns > n->st.max_build_ns)
+		n->st.max_build_ns = j->build_ns;
+	if (!b || b->table != j->table || b->tstate != T_QUEUED)
+		return; /* reclaimed meanwhile */
+	n->st.built++;
+	if (j->handle < 0) {
+		/* stop asking: a marker says "no table" to the unwinder */
+		if (j->too_big)
+			n->st.no_room++;
+		else
+			n->st.failed++;
+		b->tstate = install_marker(n, b->table, UNWIND_NO_TABLE) ? T_IDLE : T_FAILED;
+		return;
+	}
+	while (n->st.bytes + j->bytes > n->cap && evict_one(n, b))
+		;
+	if (n->st.bytes + j->bytes > n->cap ||
+	    n->store->install(n->store->ctx, TABLE_SLOT(b->table), j->handle)) {
+		b->tstate = T_IDLE;
+		return;
+	}
+	j->handle = -1; /* the store's now */
+	if (n->verbose)
+		fprintf(stderr, "pyperf-bpf: unwind table of %s: %llu rows, built in %.1f ms, "
+			"loaded at %.0f ms\n", b->path, (unsigned long long)j->nrows,
+			j->build_ns / 1e6, (now_ns() - n->t0) / 1e6);
+	b->tstate = T_LOADED;
+	b->nrows = j->nrows;
+	b->bytes = j->bytes;
+	b->loaded_ns = now_ns();
+	n->st.tables++;
+	n->st.rows += b->nrows;
+	n->st.bytes += b->bytes;
+	if (n->st.bytes > n->st.peak_bytes)
+		n->st.peak_bytes = n->st.bytes;
+	if (!n->st.first_table_ns)
+		n->st.first_table_ns = b->loaded_ns - n->t0;
+}
+
+void native_table_request(struct native *n, uint32_t table)
+{
+	struct nbin *b = n->store ? n->slot[TABLE_SLOT(table)] : NULL;
+	struct native_job *j;
+
+	if (!b || b->table != table || b->tstate != T_IDLE)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->table = table;
+	j->handle = -1;
+	j->fd = dup(b->fd);
+	j->path = strdup(b->path);
+	if (j->fd < 0 || !j->path) {
+		free_job(n, j);
+		return;
+	}
+	b->tstate = T_QUEUED;
+	if (!n->w) {
+		run_job(n->store, n->cap, j);
+		load_job(n, j);
+		free_job(n, j);
+		return;
+	}
+	pthread_mutex_lock(&n->w->lock);
+	if (n->w->todo_tail)
+		n->w->todo_tail->next = j;
+	else
+		n->w->todo = j;
+	n->w->todo_tail = j;
+	n->w->queued++;
+	pthread_cond_signal(&n->w->wake);
+	pthread_mutex_unlock(&n->w->lock);
+}
+
+void native_poll(struct native *n)
+{
+	struct native_job *done;
+
+	if (!n->w)
+		return;
+	pthread_mutex_lock(&n->w->lock);
+	done = n->w->done;
+	n->w->done = NULL;
+	pthread_mutex_unlock(&n->w->lock);
+	/* oldest first */
+	for (struct native_job *prev = NULL, *next; done; done = next) {
+		next = done->next;
+		done->next = prev;
+		prev = done;
+		if (!next)
+			break;
+	}
+	while (done) {
+		struct native_job *next = done->next;
+
+		load_job(n, done);
+		free_job(n, done);
+		pthread_mutex_lock(&n->w->lock);
+		n->w->queued--;
+		pthread_mutex_unlock(&n->w->lock);
+		done = next;
+	}
+}
+
+int native_wake_fd(const struct native *n)
+{
+	return n->w ? n->w->efd : -1;
+}
+
+/* Is b one that nearly every sample of a Python process passes through? */
+static bool always_needed(const struct nbin *b)
+{
+	return !strncmp(b->base, "python", 6) || !strncmp(b->base, "libpython", 9) ||
+	       !strncmp(b->base, "libc.so", 7) || !strncmp(b->base, "libc-", 5);
+}
+
+void native_prefetch(struct native *n, int pid)
+{
+	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
+
+	for (size_t i = 0; np && i < np->n; i++)
+		if (np->v[i].bin && always_needed(np->v[i].bin))
+			native_table_request(n, np->v[i].bin->table);
+}
+
+size_t native_pending(const struct native *n)
+{
+	size_t q = 0;
+
+	if (n->w) {
+		pthread_mutex_lock(&n->w->lock);
+		q = n->w->queued;
+		pthread_mutex_unlock(&n->w->lock);
+	}
+	return q;
+}
+
+/* A free slot for b's table, with a new tag; TABLE_UNAVAILABLE when every
+ * slot holds a binary some process maps. */
+static uint32_t take_slot(struct native *n, struct nbin *b)
+{
+	for (uint32_t k = 0; k < PYPERF_MAX_TABLES - FIRST_SLOT; k++) {
+		uint32_t i = FIRST_SLOT + (n->next_slot + k) % (PYPERF_MAX_TABLES - FIRST_SLOT);
+
+		if (n->slot[i])
+			continue;
+		n->slot[i] = b;
+		n->next_slot = i + 1 - FIRST_SLOT;
+		if (++n->tag[i] == 0)
+			n->tag[i] = 1;
+		return i | (uint32_t)n->tag[i] << 16;
+	}
+	n->st.no_slot++;
+	return TABLE_UNAVAILABLE;
+}
+
+/* One more process maps b. */
+static void bin_ref(struct native *n, struct nbin *b)
+{
+	if (b->nprocs++ == 0 && n->store && b->table == TABLE_NONE)
+		b->table = take_slot(n, b);
+}
+
+/* One process fewer maps b: without any, its table and slot go. */
+static void bin_unref(struct native *n, struct nbin *b)
+{
+	if (!b->nprocs || --b->nprocs)
+		return;
+	if (b->table != TABLE_NONE && b->table != TABLE_UNAVAILABLE) {
+		if (b->tstate == T_LOADED)
+			n->st.reclaimed++;
+		unload(n, b);
+		n->slot[TABLE_SLOT(b->table)] = NULL;
+	}
+	b->table = TABLE_NONE;
+	b->tstate = T_IDLE; /* a job still queued finds its table gone */
+}
+
+int native_init(struct native *n, const struct native_store *store, uint64_t cap,
+		bool threaded)
+{
+	struct unwind_row tramp[2];
+	long h;
+
+	memset(n, 0, sizeof(*n));
+	n->t0 = now_ns();
+	n->unknown = new_func("[unknown]", "", FN_NATIVE);
+	if (!store)
+		return 0;
+	n->store = store;
+	n->cap = cap;
+	/* each trampoline is "sub $8,%rsp; call *%rcx; add $8,%rsp; ret": one
+	 * rule, at every return address, for the arena */
+	memset(tramp, 0, sizeof(tramp));
+	tramp[0].pc = TABLE_TRAMPOLINE;
+	tramp[0].nrows = 1;
+	tramp[1].cfa_kind = CFA_RSP;
+	tramp[1].cfa_off = 16;
+	tramp[1].rbp_kind = RBP_SAME;
+	h = store->create(store->ctx, tramp, 2);
+	if (h < 0 || store->install(store->ctx, TABLE_SLOT(TABLE_TRAMPOLINE), h) ||
+	    install_marker(n, TABLE_UNAVAILABLE, UNWIND_NO_TABLE))
+		return -1;
+	if (threaded) {
+		n->w = calloc(1, sizeof(*n->w));
+		if (!n->w)
+			return -1;
+		pthread_mutex_init(&n->w->lock, NULL);
+		pthread_cond_init(&n->w->wake, NULL);
+		n->w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		while (n->w->nthreads < WORKERS &&
+		       !pthread_create(&n->w->thread[n->w->nthreads], NULL, worker_main, n))
+			n->w->nthreads++;
+		if (!n->w->nthreads) {
+			if (n->w->efd >= 0)
+				close(n->w->efd);
+			free(n->w);
+			n->w = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void stop_worker(struct native *n)
+{
+	struct native_worker *w = n->w;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	for (int i = 0; i < w->nthreads; i++)
+		pthread_join(w->thread[i], NULL);
+	for (struct native_job *j = w->todo, *next; j; j = next) {
+		next = j->next;
+		free_job(n, j);
+	}
+	for (struct native_job *j = w->done, *next; j; j = next) {
+		next = j->next;
+		free_job(n, j);
+	}
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->wake);
+	if (w->efd >= 0)
+		close(w->efd);
+	free(w);
+	n->w = NULL;
+}
+
+void native_free(struct native *n)
+{
+	stop_worker(n);
+	hmap_free(&n->procs, free_proc);
+	hmap_free(&n->funcs, free_func);
+	hmap_free(&n->bins, free_bin);
+	pyfunc_free(n->unknown);
+	memset(n, 0, sizeof(*n));
 }
 
 static struct nbin *new_bin(struct native *n, int fd, const char *path, const struct bin_key *k)
@@ -301,7 +691,6 @@ static struct nbin *new_bin(struct native *n, int fd, const char *path, const st
 			b->info.build_id[0] = 0;
 	}
 	n->st.binaries++;
-	build_table(n, b);
 	return b;
 }
 
@@ -386,6 +775,21 @@ static bool mapping_bias(const struct nbin *b, const struct proc_map *m, uint64_
 	return false;
 }
 
+/* pid's mappings are gone: its binaries let go of it */
+static void release(struct native *n, struct nproc *np)
+{
+	uint64_t stamp = ++n->stamp;
+
+	for (size_t i = 0; i < np->n; i++)
+		if (np->v[i].bin && np->v[i].bin->stamp != stamp) {
+			np->v[i].bin->stamp = stamp;
+			bin_unref(n, np->v[i].bin);
+		}
+	free(np->v);
+	np->v = NULL;
+	np->n = 0;
+}
+
 static struct nproc *get_proc(struct native *n, int pid)
 {
 	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
@@ -424,6 +828,7 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 	struct nproc *np = get_proc(n, pid);
 	struct nmap *v;
 	size_t k = 0;
+	uint64_t stamp;
 
 	if (!np) {
 		set_err(err, errlen, "out of memory");
@@ -441,18 +846,14 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 	for (size_t i = 0; i < maps.n; i++) {
 		const struct proc_map *m = &maps.v[i];
 		struct nmap nm = { .start = m->start, .end = m->end };
-		uint32_t rows_start = 0, rows_len = 0;
 
 		if (m->perms[2] != 'x')
 			continue;
 		if (!m->path) {
 			nm.bin = NULL; /* JIT code: frame pointers, unless... */
-			if (n->cap > ROW_TRAMPOLINE && perf_trampolines(np, m->start, m->end)) {
-				/* each trampoline is "sub $8,%rsp; call *%rcx; add $8,%rsp;
-				 * ret": one rule, at every return address, for the arena */
+			if (n->store && perf_trampolines(np, m->start, m->end)) {
 				nm.bias = m->start;
-				rows_start = ROW_TRAMPOLINE;
-				rows_len = 1;
+				nm.trampolines = true;
 			}
 		} else if (!strcmp(m->path, "[vdso]")) {
 			nm.bin = vdso_bin(n);
@@ -465,25 +866,32 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 		} else {
 			continue; /* [vsyscall] and the like */
 		}
-		if (nm.bin) {
-			rows_start = nm.bin->rows_start;
-			rows_len = nm.bin->rows_len;
-		}
 		v[k] = nm;
-		if (k < PYPERF_MAX_MAPPINGS) {
-			out->m[k].start = nm.start;
-			out->m[k].end = nm.end;
-			out->m[k].bias = nm.bias;
-			out->m[k].rows_start = rows_start;
-			out->m[k].rows_len = rows_len;
-		} else {
-			n->st.mappings_dropped++;
-		}
 		k++;
 	}
 	procmaps_free(&maps);
+	/* the binaries this process maps now count it, then the old list lets go */
+	stamp = ++n->stamp;
+	for (size_t i = 0; i < k; i++)
+		if (v[i].bin && v[i].bin->stamp != stamp) {
+			v[i].bin->stamp = stamp;
+			bin_ref(n, v[i].bin);
+		}
+	release(n, np);
+	for (size_t i = 0; i < k; i++) {
+		uint32_t table = v[i].bin ? v[i].bin->table
+			       : v[i].trampolines ? TABLE_TRAMPOLINE : TABLE_NONE;
+
+		if (i >= PYPERF_MAX_MAPPINGS) {
+			n->st.mappings_dropped++;
+			continue;
+		}
+		out->m[i].start = v[i].start;
+		out->m[i].end = v[i].end;
+		out->m[i].bias = v[i].bias;
+		out->m[i].table = table;
+	}
 	out->n = k < PYPERF_MAX_MAPPINGS ? (uint32_t)k : PYPERF_MAX_MAPPINGS;
-	free(np->v);
 	np->v = v;
 	np->n = k;
 	return 0;
@@ -494,9 +902,7 @@ void native_proc_forget(struct native *n, int pid)
 	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
 
 	if (np) { /* hmap has no delete: empty it */
-		free(np->v);
-		np->v = NULL;
-		np->n = 0;
+		release(n, np);
 		free_jit(np);
 	}
 }

@@ -1,10 +1,10 @@
 /* native.h - native frames, seen from the loader.
  *
- * For each profiled process we read its executable mappings and, per distinct
- * binary (device and inode), build once the unwind table the BPF unwinder
- * needs (unwind_table.c) and copy it into the sampler's shared rows array.
- * The process's mappings, with the load bias of each and where its binary's
- * rows are, go to the `native_procs` map.
+ * For each profiled process we read its executable mappings; each distinct
+ * binary (device and inode) gets a table id at first sight, and its unwind
+ * table (unwind_table.c) is built when a sample first lands in it, shared by
+ * every process that maps it.  The process's mappings, with the load bias of
+ * each and its binary's table id, go to the `native_procs` map.
  *
  * The same records name native addresses later: a runtime address becomes
  * (binary, ELF address), and the binary's symbols (nsym.c) give the name.
@@ -24,37 +24,86 @@
 
 struct sampler;
 struct nbin;
+struct native_worker;
 
 struct native_stats {
 	uint64_t binaries;           /* distinct binaries seen */
-	uint64_t tables;             /* unwind tables built */
-	uint64_t rows;               /* rows used in the shared array */
-	uint64_t no_room;            /* binaries whose table did not fit */
-	uint64_t build_ns;           /* time spent building tables */
+	uint64_t tables;             /* tables loaded now */
+	uint64_t built;              /* tables built (a rebuilt one again) */
+	uint64_t rows;               /* rows loaded now */
+	uint64_t bytes;              /* BPF memory of the tables loaded now */
+	uint64_t peak_bytes;
+	uint64_t no_room;            /* tables larger than the whole cap */
+	uint64_t failed;             /* binaries whose CFI could not be read */
+	uint64_t evicted;            /* tables dropped to make room (rebuilt if needed) */
+	uint64_t reclaimed;          /* tables dropped when no process mapped them */
+	uint64_t no_slot;            /* binaries given no table: all slots busy */
+	uint64_t build_ns;           /* time spent building tables (worker) */
+	uint64_t max_build_ns;       /* the slowest one */
+	uint64_t first_table_ns;     /* from native_init to the first table loaded */
 	uint64_t mappings_dropped;   /* executable mappings beyond PYPERF_MAX_MAPPINGS */
 };
 
-/* Writes rows [start, start + n) of the shared array; 0 or -1. */
-typedef int (*native_write_fn)(void *ctx, size_t start, const struct unwind_row *rows, size_t n);
+/* Where loaded tables live: the sampler's BPF maps, or memory (dump).  A
+ * table is `n` rows, header first (pyperf.h). */
+struct native_store {
+	/* Make a table that can be installed: a handle >= 0, or -1.  Called
+	 * from the worker thread (it must not touch the store's other state). */
+	long (*create)(void *ctx, const struct unwind_row *t, size_t n);
+	/* Put table h in slot (the store owns it from then on); 0 or -1. */
+	int (*install)(void *ctx, uint32_t slot, long h);
+	/* Empty a slot. */
+	void (*remove)(void *ctx, uint32_t slot);
+	/* Free a table never installed. */
+	void (*discard)(void *ctx, long h);
+	/* When each slot's table was last used, CLOCK_MONOTONIC ns (0: never);
+	 * NULL when the store does not know. */
+	const uint64_t *(*used)(void *ctx);
+	void *ctx;
+};
 
 struct native {
-	native_write_fn write;       /* into the sampler's array (NULL: no tables) */
-	void *write_ctx;
-	size_t cap, used;
+	const struct native_store *store; /* NULL: no tables */
+	uint64_t cap;                /* bytes the loaded tables may take */
+	bool threaded;               /* build in a worker thread (else at once) */
+	bool verbose;                /* say on stderr when a table loads or goes */
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
 	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct pyfunc * */
 	struct pyfunc *unknown;      /* "[unknown]" */
+	struct nbin *slot[PYPERF_MAX_TABLES]; /* a binary per table slot */
+	uint16_t tag[PYPERF_MAX_TABLES];      /* bumped at each reuse of a slot */
+	uint32_t next_slot;
+	uint64_t stamp;              /* marks binaries counted once per process */
+	uint64_t t0;
+	struct native_worker *w;     /* threaded: the builder */
 	struct native_stats st;
 };
 
-/* Unwind tables go through write into an array of cap rows (write NULL,
- * cap 0: no tables).  Row 0 is kept as a "no CFI here" row for binaries
- * whose table did not fit, row 1 for CPython's perf trampolines. */
-void native_init(struct native *n, native_write_fn write, void *ctx, size_t cap);
+/* Tables are built when a sample asks (native_table_request), loaded into
+ * `store` up to `cap` bytes (least recently used ones evicted beyond), and
+ * dropped when no process maps their binary any more.  `threaded`: built in
+ * a worker thread, loaded by native_poll; else built and loaded at once.
+ * store NULL: no tables (mappings only, for names).  Returns 0 or -1
+ * (cannot start the worker). */
+int native_init(struct native *n, const struct native_store *store, uint64_t cap,
+		bool threaded);
 void native_free(struct native *n);
 
-/* (Re)read pid's mappings, build the tables of binaries not seen before, and
+/* A sample needed table `table` (native_mapping.table): build it unless it
+ * is loaded, queued, or known to be impossible. */
+void native_table_request(struct native *n, uint32_t table);
+/* Load the tables the worker finished.  Call often (every loop turn). */
+void native_poll(struct native *n);
+/* Signalled when the worker finished a table (-1: not threaded). */
+int native_wake_fd(const struct native *n);
+/* Ask at once for the tables of pid's interpreter and C library, which
+ * nearly every sample needs (others wait for a sample to need them). */
+void native_prefetch(struct native *n, int pid);
+/* Tables asked for and not loaded yet. */
+size_t native_pending(const struct native *n);
+
+/* (Re)read pid's mappings, give binaries not seen before a table id, and
  * fill *out for the BPF map.  Returns 0, or -1 with a message (process gone,
  * unreadable maps). */
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,

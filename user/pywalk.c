@@ -141,22 +141,20 @@ static const struct native_mapping *find_mapping(const struct native_maps *nm, u
 	return lo && pc < nm->m[lo - 1].end ? &nm->m[lo - 1] : NULL;
 }
 
-static const struct unwind_row *find_row(const struct unwind_row *rows, size_t nrows,
-					 uint32_t start, uint32_t len, uint32_t pc)
+/* the row covering pc in a table (header first) */
+static const struct unwind_row *find_row(const struct unwind_row *t, uint32_t pc)
 {
-	uint32_t lo = start, hi = start + len;
+	uint32_t lo = 1, hi = 1 + t[0].nrows;
 
-	if ((size_t)start + len > nrows)
-		return NULL;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (rows[mid].pc <= pc)
+		if (t[mid].pc <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo == start ? NULL : &rows[lo - 1];
+	return lo == 1 ? NULL : &t[lo - 1];
 }
 
 /* the caller's pc, sp and bp from the row for this frame; false: stop */
@@ -184,7 +182,7 @@ static bool step(int pid, const struct unwind_row *r, uint64_t pc, struct pywalk
 		return false;
 	}
 	if (r->rbp_kind == RBP_AT_CFA) {
-		if (mem_read(pid, cfa + r->rbp_off, &g->bp, sizeof(g->bp)))
+		if (mem_read(pid, cfa + (int64_t)r->rbp_off8 * 8, &g->bp, sizeof(g->bp)))
 			return false;
 	} else if (r->rbp_kind == RBP_LOST) {
 		g->bp = 0;
@@ -195,16 +193,15 @@ static bool step(int pid, const struct unwind_row *r, uint64_t pc, struct pywalk
 	return true;
 }
 
-uint32_t pywalk_native(int pid, const struct native_maps *nm, const struct unwind_row *rows,
-		       size_t nrows, struct pywalk_regs g, __u64 *pcs, uint32_t cap,
-		       uint32_t *flags)
+uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn tables, void *ctx,
+		       struct pywalk_regs g, __u64 *pcs, uint32_t cap, uint32_t *flags)
 {
 	uint32_t n = 0;
 
 	*flags = STACK_NATIVE;
 	while (g.pc) {
 		const struct native_mapping *m;
-		const struct unwind_row *r;
+		const struct unwind_row *r, *t = NULL;
 		uint64_t look = g.pc - (n ? 1 : 0), cfa;
 		bool end = false;
 
@@ -216,7 +213,12 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, const struct unwin
 		m = find_mapping(nm, g.pc);
 		if (!m)
 			goto incomplete;
-		if (!m->rows_len) { /* no CFI: frame pointers */
+		if (m->table != TABLE_NONE) {
+			t = tables(ctx, m->table);
+			if (!t || t[0].pc != m->table || t[0].nrows == UNWIND_NO_TABLE)
+				goto incomplete;
+		}
+		if (!t || !t[0].nrows) { /* no CFI: frame pointers */
 			if (!g.bp || g.bp < g.sp)
 				goto incomplete;
 			cfa = g.bp + 16;
@@ -226,7 +228,7 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, const struct unwin
 			g.sp = cfa;
 			continue;
 		}
-		r = find_row(rows, nrows, m->rows_start, m->rows_len, (uint32_t)(look - m->bias));
+		r = find_row(t, (uint32_t)(look - m->bias));
 		if (!r || !step(pid, r, g.pc, &g, &end)) {
 			if (end)
 				break;

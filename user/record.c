@@ -71,6 +71,7 @@ struct recorder {
 	bool child_done;
 	struct outfile out[RECORD_MAX_OUTPUTS];
 	uint64_t start_unix_ns;
+	double load_s;               /* opening and loading the BPF program */
 };
 
 static void err_line(const char *msg)
@@ -92,11 +93,6 @@ static struct pid_state *pid_state(struct recorder *r, int pid)
 	return ps;
 }
 
-static int write_rows(void *s, size_t start, const struct unwind_row *rows, size_t n)
-{
-	return sampler_write_rows(s, start, rows, n);
-}
-
 /* (Re)read pid's executable mappings for the native unwinder. */
 static void update_native(struct recorder *r, int pid)
 {
@@ -104,8 +100,10 @@ static void update_native(struct recorder *r, int pid)
 
 	if (!r->prof.nat)
 		return;
-	if (native_proc_update(&r->nat, pid, r->nmaps, err, sizeof(err)) == 0)
+	if (native_proc_update(&r->nat, pid, r->nmaps, err, sizeof(err)) == 0) {
 		sampler_set_native_maps(r->s, pid, r->nmaps);
+		native_prefetch(&r->nat, pid);
+	}
 	else if (r->o->verbose)
 		fprintf(stderr, "pyperf-bpf: pid %d: no native frames: %s\n", pid, err);
 }
@@ -215,6 +213,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		break;
 	case EV_EXIT:
 		native_proc_forget(&r->nat, h->pid);
+		break;
+	case EV_TABLE:
+		if (size >= sizeof(struct ev_table))
+			native_table_request(&r->nat, ((const struct ev_table *)data)->table);
 		break;
 	case EV_MAPS: { /* it ran code mapped after we looked (dlopen) */
 		const struct pproc *pp = hmap_get(&r->prof.procs, &h->pid, sizeof(h->pid));
@@ -402,7 +404,8 @@ static void run_loop(struct recorder *r, uint64_t start)
 	while (!stop_signal) {
 		uint64_t now;
 
-		sampler_poll(r->s, POLL_MS);
+		sampler_poll(r->s, POLL_MS, native_wake_fd(&r->nat));
+		native_poll(&r->nat); /* tables the worker built */
 		now = monotonic_ns();
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
@@ -468,16 +471,25 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		"\"stat_samples\": %llu, \"stat_truncated\": %llu, \"stat_map_full\": %llu, "
 		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu, "
 		"\"stat_native_incomplete\": %llu, \"stat_native_truncated\": %llu, "
-		"\"unwind_tables\": %llu, \"unwind_rows\": %llu, \"unwind_build_ms\": %.1f, "
-		"\"unwind_no_room\": %llu}\n",
+		"\"stat_native_pending\": %llu, "
+		"\"unwind_tables\": %llu, \"unwind_rows\": %llu, \"unwind_bytes\": %llu, "
+		"\"unwind_peak_bytes\": %llu, \"unwind_built\": %llu, \"unwind_build_ms\": %.1f, "
+		"\"unwind_max_build_ms\": %.1f, \"unwind_first_table_ms\": %.1f, "
+		"\"unwind_no_room\": %llu, \"unwind_failed\": %llu, \"unwind_evicted\": %llu, "
+		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed,
 		(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
-		(unsigned long long)st[STAT_NATIVE_TRUNCATED], (unsigned long long)r->nat.st.tables,
-		(unsigned long long)r->nat.st.rows, r->nat.st.build_ns / 1e6,
-		(unsigned long long)r->nat.st.no_room);
+		(unsigned long long)st[STAT_NATIVE_TRUNCATED],
+		(unsigned long long)st[STAT_NATIVE_PENDING], (unsigned long long)r->nat.st.tables,
+		(unsigned long long)r->nat.st.rows, (unsigned long long)r->nat.st.bytes,
+		(unsigned long long)r->nat.st.peak_bytes, (unsigned long long)r->nat.st.built,
+		r->nat.st.build_ns / 1e6, r->nat.st.max_build_ns / 1e6,
+		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
+		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
+		(unsigned long long)r->nat.st.reclaimed, r->load_s);
 	fclose(f);
 }
 
@@ -547,11 +559,10 @@ int record_run(const struct record_opts *o)
 	struct recorder r;
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
-				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
-				   .unwind_rows = o->unwind_rows };
+				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native };
 	char err[1024];
 	int go = -1, errfd = -1, rc = 1;
-	uint64_t start;
+	uint64_t start, load0;
 	double loop_cpu;
 
 	memset(&r, 0, sizeof(r));
@@ -562,10 +573,21 @@ int record_run(const struct record_opts *o)
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;
+	load0 = monotonic_ns();
 	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
 		goto fail;
+	r.load_s = (monotonic_ns() - load0) / 1e9;
 	if (!o->no_native) {
-		native_init(&r.nat, write_rows, r.s, sampler_unwind_rows(r.s));
+		const struct native_store *st = sampler_table_store(r.s);
+
+		if (!st || native_init(&r.nat, st,
+				       o->unwind_bytes ? o->unwind_bytes
+						       : (uint64_t)PYPERF_UNWIND_MB << 20, true)) {
+			snprintf(err, sizeof(err), "cannot set up the native unwind tables: %s",
+				 strerror(errno ? errno : ENOMEM));
+			goto fail;
+		}
+		r.nat.verbose = o->verbose;
 		r.nmaps = malloc(sizeof(*r.nmaps));
 		if (!r.nmaps) {
 			snprintf(err, sizeof(err), "out of memory");

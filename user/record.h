@@ -25,7 +25,7 @@ struct record_opts {
 	bool icicle;                 /* --icicle (svg) */
 	bool no_kernel;              /* --no-kernel or --python-only */
 	bool no_native;              /* --python-only */
-	size_t unwind_rows;          /* PYPERF_UNWIND_ROWS: size of the unwind table array */
+	uint64_t unwind_bytes;       /* --unwind-mb: cap on the unwind tables; 0: PYPERF_UNWIND_MB */
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */

@@ -6,6 +6,7 @@
  * counts), then read-and-delete the idle map in batches.  Nothing is lost at a
  * flip and nothing is counted twice. */
 #include "sampler.h"
+#include "native.h"
 #include "pyperf.skel.h"
 
 #include <bpf/bpf.h>
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +33,8 @@ struct sampler {
 	int *pfds;
 	int ncpus;
 	int freq;
-	size_t nrows;                /* size of unwind_rows */
+	uint64_t *table_used;        /* the table_used map, mmap'ed */
+	struct native_store store;
 };
 
 static bool libbpf_verbose;
@@ -125,8 +128,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	s->skel->rodata->filter_targets = o->filter_targets;
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
 	s->skel->rodata->native_stacks = o->native_stacks;
-	s->nrows = o->native_stacks ? (o->unwind_rows ? o->unwind_rows : PYPERF_UNWIND_ROWS) : 1;
-	bpf_map__set_max_entries(s->skel->maps.unwind_rows, s->nrows);
+	if (!o->native_stacks) /* no tables: the smallest maps */
+		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 	bpf_map__set_max_entries(s->skel->maps.scratch_map,
 				 libbpf_num_possible_cpus() > 0 ? (__u32)libbpf_num_possible_cpus() : 1);
 	if (o->counts_entries) {
@@ -175,29 +178,76 @@ void sampler_forget(struct sampler *s, uint32_t pid)
 	bpf_map__delete_elem(s->skel->maps.native_procs, &pid, sizeof(pid), 0);
 }
 
-size_t sampler_unwind_rows(struct sampler *s)
+/* A table is a BPF array of its own, filled through a short-lived mmap of it
+ * (a kept mapping would count in our RSS). */
+static long store_create(void *ctx, const struct unwind_row *t, size_t n)
 {
-	return s->nrows > 1 ? s->nrows : 0;
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	size_t len = (n * sizeof(*t) + 4095) / 4096 * 4096;
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(__u32), sizeof(*t),
+				(__u32)n, &mo);
+	void *m;
+
+	(void)ctx;
+	if (fd < 0)
+		return -1;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	memcpy(m, t, n * sizeof(*t));
+	munmap(m, len);
+	return fd;
 }
 
-/* Through a short-lived mapping of just the pages written: a mapping of
- * the whole array would count all of it in our RSS. */
-int sampler_write_rows(struct sampler *s, size_t start, const struct unwind_row *rows, size_t n)
+static int store_install(void *ctx, uint32_t slot, long h)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t lo = start * sizeof(*rows) / page * page;
-	size_t hi = (start + n) * sizeof(*rows);
-	char *m;
+	struct sampler *s = ctx;
+	int fd = (int)h;
 
-	if (start + n > s->nrows)
+	if (bpf_map__update_elem(s->skel->maps.unwind_tables, &slot, sizeof(slot), &fd,
+				 sizeof(fd), BPF_ANY))
 		return -1;
-	m = mmap(NULL, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 bpf_map__fd(s->skel->maps.unwind_rows), (off_t)lo);
-	if (m == MAP_FAILED)
-		return -1;
-	memcpy(m + start * sizeof(*rows) - lo, rows, n * sizeof(*rows));
-	munmap(m, hi - lo);
+	close(fd); /* the outer map holds it */
 	return 0;
+}
+
+static void store_remove(void *ctx, uint32_t slot)
+{
+	struct sampler *s = ctx;
+
+	bpf_map__delete_elem(s->skel->maps.unwind_tables, &slot, sizeof(slot), 0);
+}
+
+static void store_discard(void *ctx, long h)
+{
+	(void)ctx;
+	close((int)h);
+}
+
+static const uint64_t *store_used(void *ctx)
+{
+	return ((struct sampler *)ctx)->table_used;
+}
+
+const struct native_store *sampler_table_store(struct sampler *s)
+{
+	if (!s->table_used) {
+		void *m = mmap(NULL, PYPERF_MAX_TABLES * sizeof(uint64_t), PROT_READ, MAP_SHARED,
+			       bpf_map__fd(s->skel->maps.table_used), 0);
+
+		if (m == MAP_FAILED)
+			return NULL;
+		s->table_used = m;
+	}
+	s->store.create = store_create;
+	s->store.install = store_install;
+	s->store.remove = store_remove;
+	s->store.discard = store_discard;
+	s->store.used = store_used;
+	s->store.ctx = s;
+	return &s->store;
 }
 
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm)
@@ -272,10 +322,21 @@ void sampler_stop(struct sampler *s)
 	}
 }
 
-int sampler_poll(struct sampler *s, int timeout_ms)
+int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
+			       { .fd = wake_fd, .events = POLLIN } };
+	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
 
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (wake_fd >= 0 && (p[1].revents & POLLIN)) {
+		uint64_t v;
+
+		if (read(wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
+	n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
 }
 
@@ -384,5 +445,7 @@ void sampler_close(struct sampler *s)
 	free(s->pfds);
 	ring_buffer__free(s->rb);
 	pyperf_bpf__destroy(s->skel);
+	if (s->table_used)
+		munmap(s->table_used, PYPERF_MAX_TABLES * sizeof(uint64_t));
 	free(s);
 }

@@ -17,7 +17,6 @@ struct sampler_opts {
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
 	bool native_stacks;          /* unwind native user stacks */
-	size_t unwind_rows;          /* size of the unwind_rows array; 0: PYPERF_UNWIND_ROWS */
 };
 
 /* Called for every ring buffer record (struct ev_header first). */
@@ -32,10 +31,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		 void *ctx, char *err, size_t errlen);
 int sampler_add_target(struct sampler *s, uint32_t pid);
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi);
-/* Size of the unwind_rows array in rows (0 when native stacks are off), and
- * writing rows [start, start + n) of it; 0 or -1. */
-size_t sampler_unwind_rows(struct sampler *s);
-int sampler_write_rows(struct sampler *s, size_t start, const struct unwind_row *rows, size_t n);
+/* Where the native unwinder's tables go (native.h); NULL on failure. */
+struct native_store;
+const struct native_store *sampler_table_store(struct sampler *s);
 /* Tell the unwinder pid's executable mappings. */
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm);
 /* Drop everything the sampler knows about pid (it exec'ed). */
@@ -46,8 +44,9 @@ int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
 int sampler_start(struct sampler *s, char *err, size_t errlen);
 /* Detach the perf events: sampling stops. */
 void sampler_stop(struct sampler *s);
-/* Wait up to timeout_ms for ring buffer records and handle them. */
-int sampler_poll(struct sampler *s, int timeout_ms);
+/* Wait up to timeout_ms for ring buffer records, or for wake_fd (an eventfd,
+ * -1: none) to be signalled, and handle the records. */
+int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);
 /* Hand every count gathered so far to fn and clear it.  Ring buffer records
  * written before those counts are handled first, so every count's stack is
  * known when fn sees it. */

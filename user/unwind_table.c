@@ -520,7 +520,7 @@ static void frame_row(Dwarf_Frame *frame, int ra_reg, struct unwind_row *row)
 	row->cfa_kind = CFA_UNSUPPORTED;
 	row->cfa_off = 0;
 	row->rbp_kind = RBP_SAME;
-	row->rbp_off = 0;
+	row->rbp_off8 = 0;
 
 	/* return address */
 	if (ra_reg != REG_RA ||
@@ -548,10 +548,10 @@ static void frame_row(Dwarf_Frame *frame, int ra_reg, struct unwind_row *row)
 		} else {
 			return;
 		}
-		if ((reg != REG_RSP && reg != REG_RBP) || off < INT32_MIN || off > INT32_MAX)
+		if ((reg != REG_RSP && reg != REG_RBP) || off < 0 || off > UNWIND_CFA_OFF_MAX)
 			return;
 		row->cfa_kind = reg == REG_RSP ? CFA_RSP : CFA_RBP;
-		row->cfa_off = (int32_t)off;
+		row->cfa_off = (uint32_t)off;
 	} else if (ops_plt(ops, nops, &plt)) {
 		row->cfa_kind = CFA_PLT;
 		row->cfa_off = plt;
@@ -564,9 +564,10 @@ static void frame_row(Dwarf_Frame *frame, int ra_reg, struct unwind_row *row)
 		row->rbp_kind = RBP_LOST;
 	} else if (nops == 0 && ops == NULL) {
 		row->rbp_kind = RBP_SAME;
-	} else if (ops_cfa_plus(ops, nops, &off) && off >= INT16_MIN && off <= INT16_MAX) {
+	} else if (ops_cfa_plus(ops, nops, &off) && off % 8 == 0 &&
+		   off / 8 >= UNWIND_RBP_OFF8_MIN && off / 8 <= UNWIND_RBP_OFF8_MAX) {
 		row->rbp_kind = RBP_AT_CFA;
-		row->rbp_off = (int16_t)off;
+		row->rbp_off8 = (int32_t)(off / 8);
 	} else {
 		row->rbp_kind = RBP_LOST;
 	}
@@ -590,7 +591,7 @@ static bool walk_piece(Dwarf_CFI *cfi, const struct piece *p, struct row_vec *ro
 			row.cfa_kind = CFA_UNSUPPORTED;
 			row.cfa_off = 0;
 			row.rbp_kind = RBP_SAME;
-			row.rbp_off = 0;
+			row.rbp_off8 = 0;
 			free(frame);
 			return push_row(rows, &row);
 		}
@@ -608,8 +609,7 @@ static bool walk_piece(Dwarf_CFI *cfi, const struct piece *p, struct row_vec *ro
 
 static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
 {
-	return a->cfa_kind == b->cfa_kind && a->cfa_off == b->cfa_off &&
-	       a->rbp_kind == b->rbp_kind && a->rbp_off == b->rbp_off;
+	return a->nrows == b->nrows; /* the whole rule word */
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -744,8 +744,18 @@ int unwind_table_build(int fd, const char *name, struct unwind_table *out,
 
 		if (!walk_piece(p->debug ? dbg_cfi : eh_cfi, p, &rows))
 			goto nomem;
-		if (rows.n > first)
-			rows.v[first].pad = 1; /* a function starts here: see below */
+		/* merge equal neighbours, but never across the start of a piece:
+		 * a row's pc then always lies in the function the pc it covers
+		 * is in, which the sampler relies on (it keys a leaf frame by
+		 * its row) */
+		if (rows.n > first) {
+			size_t w = first + 1;
+
+			for (size_t k = first + 1; k < rows.n; k++)
+				if (!same_rule(&rows.v[w - 1], &rows.v[k]))
+					rows.v[w++] = rows.v[k];
+			rows.n = w;
+		}
 		if (i + 1 == all.n || all.v[i + 1].lo != p->hi) {
 			struct unwind_row gap = { .pc = p->hi, .cfa_kind = CFA_NONE,
 						  .rbp_kind = RBP_SAME };
@@ -754,19 +764,7 @@ int unwind_table_build(int fd, const char *name, struct unwind_table *out,
 				goto nomem;
 		}
 	}
-
-	/* merge equal neighbours, but never across the start of a piece: a
-	 * row's pc then always lies in the function the pc it covers is in,
-	 * which the sampler relies on (it keys a leaf frame by its row) */
-	m = 0;
-	for (size_t i = 0; i < rows.n; i++) {
-		bool starts = rows.v[i].pad;
-
-		rows.v[i].pad = 0;
-		if (m > 0 && !starts && same_rule(&rows.v[m - 1], &rows.v[i]))
-			continue;
-		rows.v[m++] = rows.v[i];
-	}
+	m = rows.n;
 	for (size_t i = 0; i < m; i++)
 		if (rows.v[i].cfa_kind == CFA_UNSUPPORTED || rows.v[i].rbp_kind == RBP_LOST)
 			out->unsupported++;

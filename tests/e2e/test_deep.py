@@ -4,8 +4,8 @@ than the sampler keeps (1024 frames) keeps its leaf end and is marked
 Python frames deep are whole."""
 import os
 
-from conftest import (NATIVE_MARKS, WORKLOADS, all_names, names, parse_folded, py_leaf,
-                      run_pyperf, supported_pythons)
+from conftest import (NATIVE_MARKS, PENDING, WORKLOADS, all_names, count_pending, names,
+                      parse_folded, py_leaf, run_pyperf, supported_pythons)
 
 
 def profile_deep(path, depth, tmp_path):
@@ -46,7 +46,11 @@ def test_merged_stacks_complete_at_depth_150_and_500(python, tmp_path):
         assert r.returncode == 0, r.stderr
         spins = [(f, c) for f, c in parse_folded(out.read_text()) if py_leaf(f) == "spin"]
         assert sum(c for _, c in spins) > 30, r.stderr
+        # the first samples may come before the interpreter's table is built
+        assert count_pending(spins) <= 0.2 * sum(c for _, c in spins), spins[:1]
         for frames, _ in spins:
+            if PENDING in frames:
+                continue
             fn = all_names(frames)
             assert not any(m in fn for m in NATIVE_MARKS + ("[truncated]", "[incomplete]")), \
                 (depth, [m for m in fn if m.startswith("[")])

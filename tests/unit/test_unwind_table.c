@@ -107,8 +107,9 @@ static void check_invariants(const char *path, const struct unwind_table *t)
 				 i - 1, i, t->rows[i - 1].pc, r->pc);
 		if (unwind_table_find(t, r->pc - 1) != (long)i - 1)
 			fail_msg("%s: find(%#x) != %zu", path, r->pc - 1, i - 1);
-		if (r->pad)
-			fail_msg("%s: row %zu has padding set", path, i);
+		if (r->cfa_kind > CFA_UNSUPPORTED || r->rbp_kind > RBP_LOST)
+			fail_msg("%s: row %zu has kinds %u/%u", path, i, (unsigned)r->cfa_kind,
+				 (unsigned)r->rbp_kind);
 	}
 	if (unsup != t->unsupported)
 		fail_msg("%s: unsupported = %zu, counted %zu", path, t->unsupported, unsup);
@@ -335,12 +336,12 @@ static void expect_row(const char *cfa, const char *rbp, const char *ra, int plt
 		want->cfa_kind = CFA_UNSUPPORTED;
 		return;
 	}
-	if (sscanf(cfa, "rsp+%ld%c", &v, &c) == 1) {
+	if (sscanf(cfa, "rsp+%ld%c", &v, &c) == 1 && v >= 0 && v <= UNWIND_CFA_OFF_MAX) {
 		want->cfa_kind = CFA_RSP;
-		want->cfa_off = (int32_t)v;
-	} else if (sscanf(cfa, "rbp+%ld%c", &v, &c) == 1) {
+		want->cfa_off = (uint32_t)v;
+	} else if (sscanf(cfa, "rbp+%ld%c", &v, &c) == 1 && v >= 0 && v <= UNWIND_CFA_OFF_MAX) {
 		want->cfa_kind = CFA_RBP;
-		want->cfa_off = (int32_t)v;
+		want->cfa_off = (uint32_t)v;
 	} else if (strcmp(cfa, "exp") == 0 && plt >= 0) {
 		want->cfa_kind = CFA_PLT;
 		want->cfa_off = plt;
@@ -351,9 +352,10 @@ static void expect_row(const char *cfa, const char *rbp, const char *ra, int plt
 	*strict = true;
 	if (!rbp || strcmp(rbp, "u") == 0 || strcmp(rbp, "s") == 0) {
 		want->rbp_kind = RBP_SAME;
-	} else if (sscanf(rbp, "c%ld%c", &v, &c) == 1 && v >= INT16_MIN && v <= INT16_MAX) {
+	} else if (sscanf(rbp, "c%ld%c", &v, &c) == 1 && v % 8 == 0 &&
+		   v / 8 >= UNWIND_RBP_OFF8_MIN && v / 8 <= UNWIND_RBP_OFF8_MAX) {
 		want->rbp_kind = RBP_AT_CFA;
-		want->rbp_off = (int16_t)v;
+		want->rbp_off8 = (int32_t)(v / 8);
 	} else {
 		want->rbp_kind = RBP_LOST;
 	}
@@ -383,15 +385,15 @@ static void report_mismatch(struct compare_stats *st, const char *path, const ch
 		return;
 	if (idx < 0) {
 		print_message("%s: %s at %#" PRIx64 ": no row (want %s %d rbp %u %d)\n",
-			      path, what, pc, kind_name(want->cfa_kind), want->cfa_off,
-			      want->rbp_kind, want->rbp_off);
+			      path, what, pc, kind_name(want->cfa_kind), (int)want->cfa_off,
+			      (unsigned)want->rbp_kind, 8 * (int)want->rbp_off8);
 		return;
 	}
 	print_message("%s: %s at %#" PRIx64 ": row pc %#x %s %d rbp %u %d, want %s %d rbp %u %d%s\n",
 		      path, what, pc, t->rows[idx].pc, kind_name(t->rows[idx].cfa_kind),
-		      t->rows[idx].cfa_off, t->rows[idx].rbp_kind, t->rows[idx].rbp_off,
-		      kind_name(want->cfa_kind), want->cfa_off, want->rbp_kind,
-		      want->rbp_off, strict ? "" : " (kind only)");
+		      (int)t->rows[idx].cfa_off, (unsigned)t->rows[idx].rbp_kind,
+		      8 * (int)t->rows[idx].rbp_off8, kind_name(want->cfa_kind), (int)want->cfa_off,
+		      (unsigned)want->rbp_kind, 8 * (int)want->rbp_off8, strict ? "" : " (kind only)");
 }
 
 static void compare_one(struct compare_stats *st, const char *path, const char *what,
@@ -411,7 +413,7 @@ static void compare_one(struct compare_stats *st, const char *path, const char *
 	if (t->rows[idx].cfa_kind != want.cfa_kind ||
 	    (strict && (t->rows[idx].cfa_off != want.cfa_off ||
 			t->rows[idx].rbp_kind != want.rbp_kind ||
-			(want.rbp_kind == RBP_AT_CFA && t->rows[idx].rbp_off != want.rbp_off))))
+			(want.rbp_kind == RBP_AT_CFA && t->rows[idx].rbp_off8 != want.rbp_off8))))
 		report_mismatch(st, path, what, pc, &want, strict, t, idx);
 }
 
@@ -1025,9 +1027,9 @@ static void test_eh_frame_wins(void **state)
 		struct unwind_row want;
 	} checks[] = {
 		{ 0, { .cfa_kind = CFA_RSP, .cfa_off = 8, .rbp_kind = RBP_SAME } },
-		{ 1, { .cfa_kind = CFA_RSP, .cfa_off = 16, .rbp_kind = RBP_AT_CFA, .rbp_off = -16 } },
-		{ 4, { .cfa_kind = CFA_RBP, .cfa_off = 16, .rbp_kind = RBP_AT_CFA, .rbp_off = -16 } },
-		{ 5, { .cfa_kind = CFA_RSP, .cfa_off = 8, .rbp_kind = RBP_AT_CFA, .rbp_off = -16 } },
+		{ 1, { .cfa_kind = CFA_RSP, .cfa_off = 16, .rbp_kind = RBP_AT_CFA, .rbp_off8 = -2 } },
+		{ 4, { .cfa_kind = CFA_RBP, .cfa_off = 16, .rbp_kind = RBP_AT_CFA, .rbp_off8 = -2 } },
+		{ 5, { .cfa_kind = CFA_RSP, .cfa_off = 8, .rbp_kind = RBP_AT_CFA, .rbp_off8 = -2 } },
 	};
 
 	snprintf(spath, sizeof(spath), "%s/hand.s", d->path);
@@ -1065,7 +1067,7 @@ static void test_eh_frame_wins(void **state)
 		const struct unwind_row *w = &checks[k].want;
 
 		if (i < 0 || t.rows[i].cfa_kind != w->cfa_kind || t.rows[i].cfa_off != w->cfa_off ||
-		    t.rows[i].rbp_kind != w->rbp_kind || t.rows[i].rbp_off != w->rbp_off)
+		    t.rows[i].rbp_kind != w->rbp_kind || t.rows[i].rbp_off8 != w->rbp_off8)
 			fail_msg("%s: wrong row at helper+%" PRIu64, exe, checks[k].off);
 	}
 	{
