@@ -737,12 +737,19 @@ unwind:
 	case CFA_PLT:
 		cfa = u->sp + 8 + ((pc & 15) >= (__u64)r->cfa_off ? 8 : 0);
 		break;
+	case CFA_RBP_DEREF:
+		if (!u->bp || stack_word(u->s, u->bp - r->cfa_off, &cfa))
+			goto incomplete;
+		break;
 	default:
 		goto incomplete;
 	}
 	/* the lower word first: the window then holds both */
 	if (r->rbp_kind == RBP_AT_CFA) {
 		if (stack_word(u->s, cfa + (__s64)r->rbp_off8 * 8, &u->bp))
+			goto incomplete;
+	} else if (r->rbp_kind == RBP_AT_RBP) {
+		if (!u->bp || stack_word(u->s, u->bp + (__s64)r->rbp_off8 * 8, &u->bp))
 			goto incomplete;
 	} else if (r->rbp_kind == RBP_LOST) {
 		u->bp = 0;

@@ -230,12 +230,15 @@ enum unwind_cfa_kind {
 	CFA_PLT = 3,       /* PLT stubs: CFA = rsp + 8, + 8 more when (pc & 15) >= cfa_off */
 	CFA_END = 4,       /* outermost frame (return address undefined): stack ends here */
 	CFA_UNSUPPORTED = 5, /* a rule the unwinder does not follow: stop */
+	CFA_RBP_DEREF = 6, /* CFA = *(rbp - cfa_off): functions that realign the stack
+			    * (AVX code) keep the caller's rsp in a slot below rbp */
 };
 
 enum unwind_rbp_kind {
 	RBP_SAME = 0,      /* caller's rbp is the current rbp */
 	RBP_AT_CFA = 1,    /* caller's rbp was saved at [CFA + 8 * rbp_off8] */
 	RBP_LOST = 2,      /* not recoverable (rule the unwinder does not follow) */
+	RBP_AT_RBP = 3,    /* saved at [rbp + 8 * rbp_off8] (with CFA_RBP_DEREF) */
 };
 
 /* 8 bytes.  A CFA offset above 65535 or an rbp slot not a multiple of 8

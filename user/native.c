@@ -589,6 +589,7 @@ int native_init(struct native *n, const struct native_store *store, uint64_t cap
 	long h;
 
 	memset(n, 0, sizeof(*n));
+	elf_version(EV_CURRENT); /* read_segments uses libelf before anyone else may */
 	n->t0 = now_ns();
 	n->unknown = new_func("[unknown]", "", FN_NATIVE);
 	if (!store)

@@ -178,11 +178,18 @@ static bool step(int pid, const struct unwind_row *r, uint64_t pc, struct pywalk
 	case CFA_PLT:
 		cfa = g->sp + 8 + ((pc & 15) >= (uint64_t)r->cfa_off ? 8 : 0);
 		break;
+	case CFA_RBP_DEREF:
+		if (!g->bp || mem_read(pid, g->bp - r->cfa_off, &cfa, sizeof(cfa)))
+			return false;
+		break;
 	default:
 		return false;
 	}
 	if (r->rbp_kind == RBP_AT_CFA) {
 		if (mem_read(pid, cfa + (int64_t)r->rbp_off8 * 8, &g->bp, sizeof(g->bp)))
+			return false;
+	} else if (r->rbp_kind == RBP_AT_RBP) {
+		if (!g->bp || mem_read(pid, g->bp + (int64_t)r->rbp_off8 * 8, &g->bp, sizeof(g->bp)))
 			return false;
 	} else if (r->rbp_kind == RBP_LOST) {
 		g->bp = 0;

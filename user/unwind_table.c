@@ -555,6 +555,11 @@ static void frame_row(Dwarf_Frame *frame, int ra_reg, struct unwind_row *row)
 	} else if (ops_plt(ops, nops, &plt)) {
 		row->cfa_kind = CFA_PLT;
 		row->cfa_off = plt;
+	} else if (nops == 2 && ops[0].atom == DW_OP_breg6 && ops[1].atom == DW_OP_deref &&
+		   (int64_t)ops[0].number < 0 && -(int64_t)ops[0].number <= UNWIND_CFA_OFF_MAX) {
+		/* stack realignment: DW_OP_breg6 (rbp) -N; DW_OP_deref */
+		row->cfa_kind = CFA_RBP_DEREF;
+		row->cfa_off = (uint32_t)-(int64_t)ops[0].number;
 	} else {
 		return;
 	}
@@ -568,6 +573,15 @@ static void frame_row(Dwarf_Frame *frame, int ra_reg, struct unwind_row *row)
 		   off / 8 >= UNWIND_RBP_OFF8_MIN && off / 8 <= UNWIND_RBP_OFF8_MAX) {
 		row->rbp_kind = RBP_AT_CFA;
 		row->rbp_off8 = (int32_t)(off / 8);
+	} else if (nops >= 1 && ops[nops - 1].atom == DW_OP_breg6 &&
+		   (nops == 1 || (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa)) &&
+		   (int64_t)ops[nops - 1].number % 8 == 0 &&
+		   (int64_t)ops[nops - 1].number / 8 >= UNWIND_RBP_OFF8_MIN &&
+		   (int64_t)ops[nops - 1].number / 8 <= UNWIND_RBP_OFF8_MAX) {
+		/* DW_CFA_expression rbp (DW_OP_breg6 N): saved at rbp + N, as
+		 * stack-realigning functions say (libdw puts the CFA first) */
+		row->rbp_kind = RBP_AT_RBP;
+		row->rbp_off8 = (int32_t)((int64_t)ops[nops - 1].number / 8);
 	} else {
 		row->rbp_kind = RBP_LOST;
 	}

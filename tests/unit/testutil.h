@@ -16,6 +16,9 @@
 #ifndef LIBC
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #endif
+#ifndef LIBTORCH_CPU
+#define LIBTORCH_CPU "/usr/lib/python3/dist-packages/torch/lib/libtorch_cpu.so"
+#endif
 #ifndef LIBZ
 #define LIBZ "/lib/x86_64-linux-gnu/libz.so.1"
 #endif

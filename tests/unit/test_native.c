@@ -1,0 +1,309 @@
+/* test_native.c - cmocka tests for the unwind-table life cycle of
+ * user/native.c: tables are built only when asked for, loaded whole and
+ * exactly as unwind_table.c builds them, evicted least recently used first
+ * when the cap is reached, reported (and marked for the unwinder) when one
+ * alone is larger than the cap, and reclaimed when no process maps their
+ * binary any more.  The store is in memory (like `dump`'s), so every table
+ * loaded can be checked row by row; the process mapped is this test itself
+ * (its executable and libc are real binaries with CFI). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "native.h"
+#include "procmaps.h"
+#include "unwind_table.h"
+
+struct mem_store {
+	struct unwind_row *slot[PYPERF_MAX_TABLES];
+	size_t len[PYPERF_MAX_TABLES];
+	size_t installs, removes;
+};
+
+static long m_create(void *ctx, const struct unwind_row *t, size_t n)
+{
+	size_t *v = malloc(sizeof(size_t) + n * sizeof(*t));
+
+	(void)ctx;
+	if (!v)
+		return -1;
+	v[0] = n;
+	memcpy(v + 1, t, n * sizeof(*t));
+	return (long)(uintptr_t)v;
+}
+
+static int m_install(void *ctx, uint32_t slot, long h)
+{
+	struct mem_store *m = ctx;
+	size_t *v = (size_t *)(uintptr_t)h;
+
+	free(m->slot[slot] ? (size_t *)m->slot[slot] - 1 : NULL);
+	m->slot[slot] = (struct unwind_row *)(v + 1);
+	m->len[slot] = v[0];
+	m->installs++;
+	return 0;
+}
+
+static void m_remove(void *ctx, uint32_t slot)
+{
+	struct mem_store *m = ctx;
+
+	free(m->slot[slot] ? (size_t *)m->slot[slot] - 1 : NULL);
+	m->slot[slot] = NULL;
+	m->len[slot] = 0;
+	m->removes++;
+}
+
+static void m_discard(void *ctx, long h)
+{
+	(void)ctx;
+	free((void *)(uintptr_t)h);
+}
+
+static struct mem_store ms;
+static const struct native_store store = { .create = m_create, .install = m_install,
+					   .remove = m_remove, .discard = m_discard, .ctx = &ms };
+
+static void reset_store(void)
+{
+	for (size_t i = 0; i < PYPERF_MAX_TABLES; i++)
+		m_remove(&ms, (uint32_t)i);
+	memset(&ms, 0, sizeof(ms));
+}
+
+/* The table id of this process's executable mapping of a file whose path
+ * contains `needle`, and that file's path. */
+static uint32_t table_of(const struct native_maps *nm, const char *needle, char *path, size_t len)
+{
+	struct proc_maps maps = { 0 };
+	char err[256];
+	uint32_t t = 0;
+
+	assert_int_equal(procmaps_read(getpid(), &maps, err, sizeof(err)), 0);
+	for (size_t i = 0; i < maps.n && !t; i++) {
+		if (maps.v[i].perms[2] != 'x' || !maps.v[i].path || !strstr(maps.v[i].path, needle))
+			continue;
+		for (uint32_t k = 0; k < nm->n; k++)
+			if (nm->m[k].start == maps.v[i].start) {
+				t = nm->m[k].table;
+				snprintf(path, len, "%s", maps.v[i].path);
+			}
+	}
+	procmaps_free(&maps);
+	if (!t)
+		fail_msg("no executable mapping of %s in this process", needle);
+	return t;
+}
+
+/* A loaded table is the header (its id, its row count) and then exactly the
+ * rows unwind_table_build gives for the file. */
+static void assert_loaded_as_built(uint32_t table, const char *path)
+{
+	const struct unwind_row *t = ms.slot[TABLE_SLOT(table)];
+	struct unwind_table want = { 0 };
+	char err[256];
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_build(fd, path, &want, err, sizeof(err)), 0);
+	close(fd);
+	assert_non_null(t);
+	assert_int_equal(t[0].pc, table);
+	assert_int_equal(t[0].nrows, want.n);
+	assert_int_equal(ms.len[TABLE_SLOT(table)], want.n + 1);
+	assert_memory_equal(t + 1, want.rows, want.n * sizeof(*want.rows));
+	unwind_table_free(&want);
+}
+
+static uint64_t bytes_of(uint64_t rows)
+{
+	return ((rows + 1) * sizeof(struct unwind_row) + 4095) / 4096 * 4096;
+}
+
+static size_t rows_of(const char *path)
+{
+	struct unwind_table t = { 0 };
+	char err[256];
+	int fd = open(path, O_RDONLY);
+	size_t n;
+
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_build(fd, path, &t, err, sizeof(err)), 0);
+	close(fd);
+	n = t.n;
+	unwind_table_free(&t);
+	return n;
+}
+
+static struct native_maps nm;
+
+static void test_built_on_request_only_and_loaded_whole(void **state)
+{
+	struct native n;
+	char err[256], libc[4096];
+	uint32_t t;
+
+	(void)state;
+	reset_store();
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	assert_int_equal(ms.installs, 2); /* the trampoline table and the "none" marker */
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(n.st.built, 0);  /* mapping a binary builds nothing */
+	assert_int_equal(ms.installs, 2);
+	t = table_of(&nm, "libc.so", libc, sizeof(libc));
+	assert_true(TABLE_SLOT(t) >= 3);
+	native_table_request(&n, t);
+	assert_int_equal(n.st.built, 1);
+	assert_int_equal(n.st.tables, 1);
+	assert_loaded_as_built(t, libc);
+	assert_int_equal(n.st.bytes, bytes_of(n.st.rows));
+	native_table_request(&n, t); /* loaded: not built again */
+	native_table_request(&n, t + (1u << 16)); /* a stale tag: ignored */
+	assert_int_equal(n.st.built, 1);
+	native_free(&n);
+	reset_store();
+}
+
+static void test_lru_eviction_under_a_tiny_cap(void **state)
+{
+	struct native n;
+	char err[256], libc[4096], self[4096];
+	uint32_t tc, ts;
+	uint64_t cap;
+
+	(void)state;
+	reset_store();
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	tc = table_of(&nm, "libc.so", libc, sizeof(libc));
+	ts = table_of(&nm, "test_native", self, sizeof(self));
+	/* room for the larger of the two, not for both */
+	cap = bytes_of(rows_of(libc));
+	if (bytes_of(rows_of(self)) > cap)
+		cap = bytes_of(rows_of(self));
+	assert_true(cap < bytes_of(rows_of(libc)) + bytes_of(rows_of(self)));
+	n.cap = cap;
+	native_table_request(&n, tc);
+	assert_non_null(ms.slot[TABLE_SLOT(tc)]);
+	native_table_request(&n, ts);     /* libc, the least recently used, goes */
+	assert_int_equal(n.st.evicted, 1);
+	assert_null(ms.slot[TABLE_SLOT(tc)]);
+	assert_loaded_as_built(ts, self);
+	assert_true(n.st.bytes <= cap);
+	native_table_request(&n, tc);     /* needed again: rebuilt, the other evicted */
+	assert_int_equal(n.st.evicted, 2);
+	assert_int_equal(n.st.built, 3);
+	assert_loaded_as_built(tc, libc);
+	assert_null(ms.slot[TABLE_SLOT(ts)]);
+	native_free(&n);
+	reset_store();
+}
+
+static void test_table_larger_than_the_cap_is_reported(void **state)
+{
+	struct native n;
+	char err[256], libc[4096];
+	uint32_t t;
+	const struct unwind_row *m;
+
+	(void)state;
+	reset_store();
+	assert_int_equal(native_init(&n, &store, 4096, false), 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	t = table_of(&nm, "libc.so", libc, sizeof(libc));
+	native_table_request(&n, t);
+	assert_int_equal(n.st.no_room, 1);
+	assert_int_equal(n.st.tables, 0);
+	/* the unwinder finds a marker: "no table", not "still pending" */
+	m = ms.slot[TABLE_SLOT(t)];
+	assert_non_null(m);
+	assert_int_equal(m[0].pc, t);
+	assert_int_equal(m[0].nrows, UNWIND_NO_TABLE);
+	native_table_request(&n, t);     /* and it is not tried again */
+	assert_int_equal(n.st.built, 1);
+	native_free(&n);
+	reset_store();
+}
+
+static void test_reclaimed_when_no_process_maps_the_binary(void **state)
+{
+	struct native n;
+	char err[256], libc[4096];
+	uint32_t t, again;
+
+	(void)state;
+	reset_store();
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	/* a refresh does not count the process twice */
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0); /* a refresh */
+	t = table_of(&nm, "libc.so", libc, sizeof(libc));
+	native_table_request(&n, t);
+	assert_int_equal(n.st.tables, 1);
+	native_proc_forget(&n, getpid());
+	assert_int_equal(n.st.reclaimed, 1);
+	assert_int_equal(n.st.tables, 0);
+	assert_int_equal(n.st.rows, 0);
+	assert_int_equal(n.st.bytes, 0);
+	assert_null(ms.slot[TABLE_SLOT(t)]);
+	/* mapped again: a new id, so a mapping that still names the old one
+	 * never reads a reused slot */
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	again = table_of(&nm, "libc.so", libc, sizeof(libc));
+	assert_int_not_equal(again, t);
+	native_table_request(&n, t);
+	assert_int_equal(n.st.tables, 0);
+	native_table_request(&n, again);
+	assert_loaded_as_built(again, libc);
+	native_free(&n);
+	reset_store();
+}
+
+static void test_worker_builds_off_the_calling_thread(void **state)
+{
+	struct native n;
+	char err[256], libc[4096];
+	uint32_t t;
+	struct timespec d = { 0, 5 * 1000 * 1000 };
+
+	(void)state;
+	reset_store();
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, true), 0);
+	assert_true(native_wake_fd(&n) >= 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	t = table_of(&nm, "libc.so", libc, sizeof(libc));
+	native_table_request(&n, t);
+	assert_null(ms.slot[TABLE_SLOT(t)]); /* not yet: loaded by native_poll */
+	for (int i = 0; i < 2000 && !ms.slot[TABLE_SLOT(t)]; i++) {
+		nanosleep(&d, NULL);
+		native_poll(&n);
+	}
+	assert_loaded_as_built(t, libc);
+	assert_int_equal(native_pending(&n), 0);
+	native_free(&n);
+	reset_store();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_built_on_request_only_and_loaded_whole),
+		cmocka_unit_test(test_lru_eviction_under_a_tiny_cap),
+		cmocka_unit_test(test_table_larger_than_the_cap_is_reported),
+		cmocka_unit_test(test_reclaimed_when_no_process_maps_the_binary),
+		cmocka_unit_test(test_worker_builds_off_the_calling_thread),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
