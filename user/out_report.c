@@ -127,8 +127,10 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t native_only)
 		(unsigned long long)native_only);
 	if (st[STAT_NATIVE_INCOMPLETE] || st[STAT_NATIVE_TRUNCATED])
 		fprintf(f, "Native stacks cut short: %llu incomplete (code the unwinder could not "
-			"follow), %llu deeper than %d frames\n",
+			"follow; %llu of them pending: taken before the binary's unwind table "
+			"was built), %llu deeper than %d frames\n",
 			(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
+			(unsigned long long)st[STAT_NATIVE_PENDING],
 			(unsigned long long)st[STAT_NATIVE_TRUNCATED], PYPERF_MAX_NATIVE);
 }
 

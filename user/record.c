@@ -103,9 +103,9 @@ static void update_native(struct recorder *r, int pid)
 	if (native_proc_update(&r->nat, pid, r->nmaps, err, sizeof(err)) == 0) {
 		sampler_set_native_maps(r->s, pid, r->nmaps);
 		native_prefetch(&r->nat, pid);
-	}
-	else if (r->o->verbose)
+	} else if (r->o->verbose) {
 		fprintf(stderr, "pyperf-bpf: pid %d: no native frames: %s\n", pid, err);
+	}
 }
 
 static int adopt(struct recorder *r, const struct pyproc *py)
