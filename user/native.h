@@ -65,7 +65,6 @@ struct native_store {
 struct native {
 	const struct native_store *store; /* NULL: no tables */
 	uint64_t cap;                /* bytes the loaded tables may take */
-	bool threaded;               /* build in a worker thread (else at once) */
 	bool verbose;                /* say on stderr when a table loads or goes */
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */

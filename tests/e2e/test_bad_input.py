@@ -29,6 +29,7 @@ def assert_clean_failure(r, tmp_path, needle, code=None):
     (["-o", "{tmp}/a.folded", "-o", "{tmp}/a.folded"], "given twice"),
     (["-o", "{tmp}/a.folded", "-o", "{tmp}/b.svg", "-f", "svg"], "-f goes with one -o"),
     (["-o", "{tmp}/a.folded", "-o", "{tmp}/b.weird"], "cannot tell the format"),
+    (["--unwind-mb", "0"], "--unwind-mb"), (["--unwind-mb", "lots"], "--unwind-mb"),
 ])
 def test_bad_option_is_one_line_and_exit_2(args, needle, tmp_path):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]

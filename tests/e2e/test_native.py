@@ -202,3 +202,23 @@ def test_blas_worker_thread_without_python_frames_is_sampled(tmp_path):
     truth = json.loads(ids.read_text())
     tids = {thread_of(f) for f, _ in parse_folded(out2.read_text())}
     assert tids and tids <= {truth["pid"], truth["caller"]}, (tids, truth)
+
+
+def test_tables_beyond_the_cap_are_reported_not_dropped(tmp_path):
+    """With room for no real table (PYPERF_UNWIND_BYTES, finer than
+    --unwind-mb), the tables that do not fit are counted and the native
+    part of their stacks ends marked, while Python frames stay whole."""
+    assert SUPPORTED, "no supported CPython"
+    out, stats = tmp_path / "n.folded", tmp_path / "s.json"
+    r = run_pyperf(["-F", "499", "-o", str(out), "--stats-json", str(stats), "--",
+                    SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "1",
+                    str(tmp_path / "truth.json")],
+                   env=dict(os.environ, PYPERF_UNWIND_BYTES="4096"))
+    assert r.returncode == 0, r.stderr
+    st = json.loads(stats.read_text())
+    assert st["unwind_no_room"] >= 1 and st["unwind_peak_bytes"] <= 4096, st
+    stacks = parse_folded(out.read_text())
+    total = sum(c for _, c in stacks)
+    marked = sum(c for f, c in stacks if "[native incomplete]" in f)
+    assert total > 200 and marked >= 0.5 * total, (marked, total)
+    assert any("leaf_" in x for f, _ in stacks for x in names(f))
