@@ -189,6 +189,10 @@ struct scratch {
 	struct unwind_row row;   /* the frame's rule, while native_step uses it */
 	__u32 last;              /* 1 + the mapping of the last frame; 0: none */
 	__u32 used;              /* the table last marked used in this sample */
+	__u64 hash;              /* the stack's hash, into and out of unwind_native */
+	__u32 nflags;            /* STACK_NATIVE* of the walk (here, not on the stack:
+				  * each new value would make the verifier check
+				  * native_step again) */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
@@ -490,7 +494,7 @@ static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u
  * Without frame pointers: the loader turned each binary's CFI into rows
  * (pyperf.h, struct unwind_row).  Per frame: find the mapping holding pc
  * (binary search in the process's native_maps), then the row for pc in that
- * binary's table (binary search in unwind_rows), compute the CFA, read the
+ * binary's table (binary search in its rows array), compute the CFA, read the
  * return address at CFA - 8 and, if the row says so, the caller's rbp.
  * Mappings without CFI (JIT code such as perf trampolines) are followed by
  * frame pointers. */
@@ -500,7 +504,6 @@ struct native_walk {
 	const struct native_maps *nm;
 	__u64 pc, sp, bp;
 	__u64 hash;
-	__u32 flags;
 	__u32 tgid, gen;
 };
 
@@ -653,7 +656,7 @@ static long native_step(__u32 i, struct native_walk *u)
 	if (!pc)
 		return 1; /* frame pointer chains end with 0 */
 	if (n >= PYPERF_MAX_NATIVE) {
-		u->flags |= STACK_NATIVE_TRUNCATED;
+		VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_TRUNCATED);
 		return 1;
 	}
 	/* a return address points after its call, which may be a function's
@@ -674,7 +677,7 @@ static long native_step(__u32 i, struct native_walk *u)
 		VSTORE(u->s->last, idx);
 		if (!idx) {
 			native_push(u, n, pc);
-			u->flags |= STACK_NATIVE_INCOMPLETE;
+			VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
 			request_maps(u->tgid);
 			return 1;
 		}
@@ -689,7 +692,7 @@ static long native_step(__u32 i, struct native_walk *u)
 		/* not loaded yet, or evicted: the loader builds it */
 		native_push(u, n, pc);
 		request_table(u->tgid, m->table);
-		u->flags |= STACK_NATIVE_PENDING;
+		VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_PENDING);
 		goto incomplete;
 	}
 	if (VLOAD(u->s->used) != m->table) {
@@ -771,18 +774,25 @@ frame_pointers:
 	u->pc = ra;
 	return 0;
 incomplete:
-	u->flags |= STACK_NATIVE_INCOMPLETE;
+	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
 	return 1;
 }
 
-/* Unwind the user stack of the current task into s->ev.native; returns the
- * STACK_NATIVE* flags. */
-static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, struct scratch *s,
-					    __u32 tgid, __u32 gen, __u64 *hash)
+/* Unwind the user stack of the current task into the CPU's scratch
+ * ev.native; returns the STACK_NATIVE* flags and folds the frames into
+ * scratch.hash.  A global function: the verifier checks it once, on its
+ * own, not once for every state of on_sample that reaches it. */
+__noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 gen)
 {
-	struct native_walk u = { .s = s, .tgid = tgid, .gen = gen, .hash = *hash };
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &cpu);
+	struct native_walk u = { .s = s, .tgid = tgid, .gen = gen };
 	struct pt_regs *regs;
+	__u32 flags;
 
+	if (!s)
+		return 0;
+	u.hash = s->hash;
 	s->ev.nnative = 0;
 	u.nm = bpf_map_lookup_elem(&native_procs, &tgid);
 	if (!u.nm)
@@ -800,20 +810,21 @@ static __always_inline __u32 unwind_native(struct bpf_perf_event_data *ctx, stru
 		u.sp = BPF_CORE_READ(regs, sp);
 		u.bp = BPF_CORE_READ(regs, bp);
 	}
-	u.flags = STACK_NATIVE;
+	s->nflags = STACK_NATIVE;
 	s->now = bpf_ktime_get_ns();
 	s->used = 0;
 	s->last = 0;
 	s->stk_lo = s->stk_hi = 0;
 	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, &u, 0);
-	if (u.flags & STACK_NATIVE_INCOMPLETE)
+	flags = s->nflags;
+	if (flags & STACK_NATIVE_INCOMPLETE)
 		stat_inc(STAT_NATIVE_INCOMPLETE);
-	if (u.flags & STACK_NATIVE_TRUNCATED)
+	if (flags & STACK_NATIVE_TRUNCATED)
 		stat_inc(STAT_NATIVE_TRUNCATED);
-	if (u.flags & STACK_NATIVE_PENDING)
+	if (flags & STACK_NATIVE_PENDING)
 		stat_inc(STAT_NATIVE_PENDING);
-	*hash = mix(u.hash, s->ev.nnative);
-	return u.flags;
+	s->hash = mix(u.hash, s->ev.nnative);
+	return flags;
 }
 
 /* Pack s->ev into s->wire (see EV_WIRE_HEAD); returns its length, 0 on a
@@ -940,8 +951,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	s->ev.nnative = 0;
-	if (native_stacks)
-		w.flags |= unwind_native(ctx, s, tgid, p->gen, &w.hash);
+	if (native_stacks) {
+		s->hash = w.hash;
+		w.flags |= unwind_native(ctx, tgid, p->gen);
+		w.hash = s->hash;
+	}
 
 	s->ev.kind = EV_STACK;
 	s->ev.pid = tgid;
