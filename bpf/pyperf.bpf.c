@@ -149,7 +149,8 @@ struct {
 	__type(value, __u64);
 } table_req SEC(".maps");
 
-/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS) */
+/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS):
+ * 100 ms after asking, later when the loader backs off (nothing new found) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);

@@ -75,6 +75,7 @@ struct nproc {
 	struct jit_sym *jit;         /* from /tmp/perf-PID.map, sorted */
 	size_t njit;
 	uint64_t jit_size;           /* bytes of the map file read */
+	unsigned same;               /* rereads in a row that found the same mappings */
 };
 
 struct bin_key {
@@ -822,6 +823,27 @@ static bool perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 	return false;
 }
 
+static bool same_maps(const struct nproc *np, const struct nmap *v, size_t k)
+{
+	if (!np->v || np->n != k)
+		return false;
+	for (size_t i = 0; i < k; i++)
+		if (np->v[i].start != v[i].start || np->v[i].end != v[i].end ||
+		    np->v[i].bin != v[i].bin)
+			return false;
+	return true;
+}
+
+uint64_t native_maps_backoff_ns(const struct native *n, int pid)
+{
+	const struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
+	uint64_t ms = 100;
+
+	for (unsigned i = 0; np && i < np->same && ms < NATIVE_MAPS_BACKOFF_MAX_MS; i++)
+		ms *= 2;
+	return (ms < NATIVE_MAPS_BACKOFF_MAX_MS ? ms : NATIVE_MAPS_BACKOFF_MAX_MS) * 1000000;
+}
+
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
 		       size_t errlen)
 {
@@ -871,6 +893,7 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 		k++;
 	}
 	procmaps_free(&maps);
+	np->same = same_maps(np, v, k) ? np->same + 1 : 0;
 	/* the binaries this process maps now count it, then the old list lets go */
 	stamp = ++n->stamp;
 	for (size_t i = 0; i < k; i++)

@@ -107,6 +107,14 @@ size_t native_pending(const struct native *n);
  * unreadable maps). */
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
 		       size_t errlen);
+/* How long the unwinder should wait before it asks to read pid's mappings
+ * again (a pc outside every known mapping): 100 ms, doubled for every read
+ * in a row that found nothing new, up to NATIVE_MAPS_BACKOFF_MAX_MS, so a
+ * pc that no mapping will ever hold (JIT code freed, a stray return
+ * address) does not make the loader reread /proc/PID/maps ten times a
+ * second for the life of the process. */
+#define NATIVE_MAPS_BACKOFF_MAX_MS 6400
+uint64_t native_maps_backoff_ns(const struct native *n, int pid);
 /* pid exited or exec'ed: its mappings are gone (binaries stay, for names). */
 void native_proc_forget(struct native *n, int pid);
 

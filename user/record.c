@@ -221,8 +221,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	case EV_MAPS: { /* it ran code mapped after we looked (dlopen) */
 		const struct pproc *pp = hmap_get(&r->prof.procs, &h->pid, sizeof(h->pid));
 
-		if (pp && pp->python)
+		if (pp && pp->python) {
 			update_native(r, h->pid);
+			sampler_maps_backoff(r->s, h->pid, monotonic_ns() +
+					     native_maps_backoff_ns(&r->nat, h->pid));
+		}
 		break;
 	}
 	}

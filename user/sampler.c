@@ -256,6 +256,12 @@ int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native
 				    BPF_ANY);
 }
 
+int sampler_maps_backoff(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
+{
+	return bpf_map__update_elem(s->skel->maps.maps_req, &pid, sizeof(pid), &retry_after_ns,
+				    sizeof(retry_after_ns), BPF_ANY);
+}
+
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
 {
 	struct skip_info si = { .retry_after_ns = retry_after_ns };

@@ -3,7 +3,8 @@
  * exactly as unwind_table.c builds them, evicted least recently used first
  * when the cap is reached, reported (and marked for the unwinder) when one
  * alone is larger than the cap, and reclaimed when no process maps their
- * binary any more.  The store is in memory (like `dump`'s), so every table
+ * binary any more; rereads of a process's mappings back off while they find
+ * nothing new.  The store is in memory (like `dump`'s), so every table
  * loaded can be checked row by row; the process mapped is this test itself
  * (its executable and libc are real binaries with CFI). */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -295,6 +297,38 @@ static void test_worker_builds_off_the_calling_thread(void **state)
 	reset_store();
 }
 
+/* A reread of the mappings that finds nothing new doubles the wait before
+ * the next one (a pc no mapping will ever hold must not make the loader
+ * reread /proc/PID/maps ten times a second); a change starts over. */
+static void test_mapping_rereads_back_off(void **state)
+{
+	struct native n;
+	char err[256];
+	long page = sysconf(_SC_PAGESIZE);
+	void *code;
+
+	(void)state;
+	reset_store();
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	assert_int_equal(native_maps_backoff_ns(&n, getpid()), 100 * 1000000ull);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(native_maps_backoff_ns(&n, getpid()), 100 * 1000000ull);
+	for (uint64_t ms = 200; ms <= 2 * NATIVE_MAPS_BACKOFF_MAX_MS; ms *= 2) {
+		assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+		assert_int_equal(native_maps_backoff_ns(&n, getpid()),
+				 (ms < NATIVE_MAPS_BACKOFF_MAX_MS ? ms : NATIVE_MAPS_BACKOFF_MAX_MS) *
+				 1000000ull);
+	}
+	/* new code mapped (as a JIT does): back to the shortest wait */
+	code = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(native_maps_backoff_ns(&n, getpid()), 100 * 1000000ull);
+	munmap(code, (size_t)page);
+	native_free(&n);
+	reset_store();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_table_larger_than_the_cap_is_reported),
 		cmocka_unit_test(test_reclaimed_when_no_process_maps_the_binary),
 		cmocka_unit_test(test_worker_builds_off_the_calling_thread),
+		cmocka_unit_test(test_mapping_rereads_back_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
