@@ -72,7 +72,15 @@ struct recorder {
 	struct outfile out[RECORD_MAX_OUTPUTS];
 	uint64_t start_unix_ns;
 	double load_s;               /* opening and loading the BPF program */
+	/* for --stats-json (`make bench`) */
+	uint64_t start_ns;           /* sampling started (CLOCK_MONOTONIC) */
+	double first_native_ms;      /* first stack with a whole native part; -1: none */
+	double warm_cpu;             /* loader CPU when warmed up; -1: not reached */
 };
+
+/* The loader's CPU is also reported from this long after sampling started:
+ * what it costs once the first tables are built and the first stacks named. */
+#define WARMUP_NS 2000000000ull
 
 static void err_line(const char *msg)
 {
@@ -194,8 +202,13 @@ static int on_event(void *ctx, void *data, size_t size)
 	case EV_STACK: {
 		static struct ev_stack ev;  /* 32 KB: not on the stack */
 
-		if (ev_stack_unpack(data, size, &ev) == 0)
+		if (ev_stack_unpack(data, size, &ev) == 0) {
 			profile_add_stack(&r->prof, &ev);
+			if (r->first_native_ms < 0 && ev.nnative && ev.nframes &&
+			    !(ev.flags & (STACK_NATIVE_INCOMPLETE | STACK_NATIVE_TRUNCATED |
+					  STACK_NATIVE_PENDING)))
+				r->first_native_ms = (monotonic_ns() - r->start_ns) / 1e6;
+		}
 		break;
 	}
 	case EV_NEW_PID:
@@ -397,6 +410,17 @@ static void prune_pid_states(struct recorder *r)
 	r->pids = keep;
 }
 
+static double cpu_seconds(long *maxrss_kb)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	if (maxrss_kb)
+		*maxrss_kb = ru.ru_maxrss;
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
 static void run_loop(struct recorder *r, uint64_t start)
 {
 	const struct record_opts *o = r->o;
@@ -410,6 +434,8 @@ static void run_loop(struct recorder *r, uint64_t start)
 		sampler_poll(r->s, POLL_MS, native_wake_fd(&r->nat));
 		native_poll(&r->nat); /* tables the worker built */
 		now = monotonic_ns();
+		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
+			r->warm_cpu = cpu_seconds(NULL);
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
 			next_drain = now + drain_ns;
@@ -445,16 +471,6 @@ static void run_loop(struct recorder *r, uint64_t start)
 		kill(r->child, stop_signal); /* the command stops with us */
 }
 
-static double cpu_seconds(long *maxrss_kb)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	if (maxrss_kb)
-		*maxrss_kb = ru.ru_maxrss;
-	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
 
 /* for `make bench`: the sampler's own cost and the loader's, separately */
 static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
@@ -462,6 +478,7 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 	uint64_t st[STAT_NR], cnt = 0, ns = 0;
 	long rss;
 	double cpu = cpu_seconds(&rss);
+	double warm = r->warm_cpu >= 0 ? cpu - r->warm_cpu : -1;
 	FILE *f;
 
 	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
@@ -479,7 +496,9 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		"\"unwind_peak_bytes\": %llu, \"unwind_built\": %llu, \"unwind_build_ms\": %.1f, "
 		"\"unwind_max_build_ms\": %.1f, \"unwind_first_table_ms\": %.1f, "
 		"\"unwind_no_room\": %llu, \"unwind_failed\": %llu, \"unwind_evicted\": %llu, "
-		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f}\n",
+		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f, "
+		"\"first_complete_native_ms\": %.1f, \"warmup_s\": %.1f, "
+		"\"loader_cpu_after_warmup_s\": %.6f}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -492,7 +511,8 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		r->nat.st.build_ns / 1e6, r->nat.st.max_build_ns / 1e6,
 		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
 		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
-		(unsigned long long)r->nat.st.reclaimed, r->load_s);
+		(unsigned long long)r->nat.st.reclaimed, r->load_s, r->first_native_ms,
+		WARMUP_NS / 1e9, warm);
 	fclose(f);
 }
 
@@ -570,6 +590,8 @@ int record_run(const struct record_opts *o)
 
 	memset(&r, 0, sizeof(r));
 	r.o = o;
+	r.first_native_ms = -1;
+	r.warm_cpu = -1;
 	profile_init(&r.prof);
 	record_install_signals(o);
 	if (sampler_check_privileges(err, sizeof(err)) || open_outputs(&r, err, sizeof(err)))
@@ -607,7 +629,7 @@ int record_run(const struct record_opts *o)
 	}
 	if (sampler_start(r.s, err, sizeof(err)))
 		goto fail;
-	start = monotonic_ns();
+	start = r.start_ns = monotonic_ns();
 	{
 		struct timespec ts;
 
