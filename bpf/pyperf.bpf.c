@@ -504,6 +504,7 @@ struct native_walk {
 	struct scratch *s;
 	const struct native_maps *nm;
 	__u64 pc, sp, bp;
+	__u64 bx;                /* the leaf's rbx (CFA_RBX), then 0 */
 	__u64 hash;
 	__u32 tgid, gen;
 };
@@ -745,6 +746,11 @@ unwind:
 		if (!u->bp || stack_word(u->s, u->bp - r->cfa_off, &cfa))
 			goto incomplete;
 		break;
+	case CFA_RBX: /* only the leaf's rbx is known */
+		if (!u->bx)
+			goto incomplete;
+		cfa = u->bx + r->cfa_off;
+		break;
 	default:
 		goto incomplete;
 	}
@@ -762,6 +768,7 @@ unwind:
 		goto incomplete;
 	u->sp = cfa;
 	u->pc = ra;
+	u->bx = 0;
 	return 0;
 frame_pointers:
 	/* no CFI: trust rbp to be a frame pointer */
@@ -773,6 +780,7 @@ frame_pointers:
 		goto incomplete;
 	u->sp = cfa;
 	u->pc = ra;
+	u->bx = 0;
 	return 0;
 incomplete:
 	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
@@ -803,6 +811,7 @@ __noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u3
 		u.pc = *(volatile __u64 *)&ctx->regs.ip;
 		u.sp = *(volatile __u64 *)&ctx->regs.sp;
 		u.bp = *(volatile __u64 *)&ctx->regs.bp;
+		u.bx = *(volatile __u64 *)&ctx->regs.bx;
 	} else { /* in the kernel: the user registers saved at kernel entry */
 		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 		if (!regs)
@@ -810,6 +819,7 @@ __noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u3
 		u.pc = BPF_CORE_READ(regs, ip);
 		u.sp = BPF_CORE_READ(regs, sp);
 		u.bp = BPF_CORE_READ(regs, bp);
+		u.bx = BPF_CORE_READ(regs, bx);
 	}
 	s->nflags = STACK_NATIVE;
 	s->now = bpf_ktime_get_ns();

@@ -232,6 +232,10 @@ enum unwind_cfa_kind {
 	CFA_UNSUPPORTED = 5, /* a rule the unwinder does not follow: stop */
 	CFA_RBP_DEREF = 6, /* CFA = *(rbp - cfa_off): functions that realign the stack
 			    * (AVX code) keep the caller's rsp in a slot below rbp */
+	CFA_RBX = 7,       /* CFA = rbx + cfa_off, for the leaf frame only (its rbx is
+			    * the sampled one): a guess from the prologue of code
+			    * without CFI that keeps its entry rsp in rbx
+			    * (user/prologue.h) */
 };
 
 enum unwind_rbp_kind {

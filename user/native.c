@@ -7,6 +7,7 @@
 #include "errmsg.h"
 #include "nsym.h"
 #include "procmaps.h"
+#include "prologue.h"
 #include "unwind_table.h"
 
 #include <errno.h>
@@ -277,7 +278,8 @@ static void run_job(const struct native_store *store, uint64_t cap, struct nativ
 	uint64_t t0 = now_ns();
 
 	j->handle = -1;
-	if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 && t.n < (1u << 26)) {
+	if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 &&
+	    prologue_fill_gaps(j->fd, &t) >= 0 && t.n < (1u << 26)) {
 		j->nrows = t.n;
 		j->bytes = table_bytes(t.n + 1);
 		if (j->bytes > cap) {

@@ -158,8 +158,8 @@ static const struct unwind_row *find_row(const struct unwind_row *t, uint32_t pc
 }
 
 /* the caller's pc, sp and bp from the row for this frame; false: stop */
-static bool step(int pid, const struct unwind_row *r, uint64_t pc, struct pywalk_regs *g,
-		 bool *end)
+static bool step(int pid, const struct unwind_row *r, uint64_t pc, bool leaf,
+		 struct pywalk_regs *g, bool *end)
 {
 	uint64_t cfa;
 
@@ -181,6 +181,11 @@ static bool step(int pid, const struct unwind_row *r, uint64_t pc, struct pywalk
 	case CFA_RBP_DEREF:
 		if (!g->bp || mem_read(pid, g->bp - r->cfa_off, &cfa, sizeof(cfa)))
 			return false;
+		break;
+	case CFA_RBX:
+		if (!leaf || !g->bx)
+			return false;
+		cfa = g->bx + r->cfa_off;
 		break;
 	default:
 		return false;
@@ -236,7 +241,7 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn ta
 			continue;
 		}
 		r = find_row(t, (uint32_t)(look - m->bias));
-		if (!r || !step(pid, r, g.pc, &g, &end)) {
+		if (!r || !step(pid, r, g.pc, n == 1, &g, &end)) {
 			if (end)
 				break;
 			goto incomplete;

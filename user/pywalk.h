@@ -24,9 +24,9 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
 		       uint32_t cap, uint32_t *flags);
 
-/* Registers a native unwind starts from. */
+/* Registers a native unwind starts from (rbx: for the leaf's CFA_RBX). */
 struct pywalk_regs {
-	uint64_t pc, sp, bp;
+	uint64_t pc, sp, bp, bx;
 };
 
 /* The unwind table a mapping names (native_mapping.table), header first as

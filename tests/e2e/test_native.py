@@ -159,8 +159,8 @@ def thread_of(frames):
 
 def test_blas_worker_thread_without_python_frames_is_sampled(tmp_path):
     """A thread that runs no Python code (OpenBLAS's worker pool) is sampled
-    with its native and kernel stack under its own thread; --python-only
-    leaves it out.  Debian's python3.11 with python3-numpy and the pthread
+    with its native and kernel stack under its own thread, whole through
+    OpenBLAS's assembly kernels; --python-only leaves it out.  Debian's python3.11 with python3-numpy and the pthread
     OpenBLAS (scripts/setup --test-deps installs both)."""
     if not os.path.exists(DEBIAN_PY311):
         pytest.skip(f"{DEBIAN_PY311} is not installed: Debian's numpy runs under it")
@@ -188,6 +188,20 @@ def test_blas_worker_thread_without_python_frames_is_sampled(tmp_path):
     # the product is split between the caller and the worker
     assert by_tid[worker] >= 0.2 * total, (by_tid, truth)
     assert blas.get(worker, 0) >= 0.8 * by_tid[worker], (blas, by_tid)
+    # OpenBLAS's GEMM kernels are assembly without CFI: their rules come from
+    # their prologues (user/prologue.h), so stacks through them are whole,
+    # and in the caller's thread they hang under the Python frame that
+    # called numpy
+    stacks = [(f, c) for f, c in parse_folded(out.read_text()) if PENDING not in f]
+    kernel = [(f, c) for f, c in stacks if any("gemm_kernel" in x for x in f)]
+    kernel_total = sum(c for _, c in kernel)
+    cut = sum(c for f, c in kernel
+              if any(m in x for x in f for m in ("[native incomplete]", "[native truncated]")))
+    assert kernel_total >= 100, by_tid
+    assert cut <= 0.05 * kernel_total, f"{cut} of {kernel_total} GEMM kernel stacks cut short"
+    under = sum(c for f, c in kernel if thread_of(f) == truth["caller"] and
+                any(func_name(x) == "products" for x in f))
+    assert under >= 0.5 * sum(c for f, c in kernel if thread_of(f) == truth["caller"]), kernel[:3]
     # the report counts them, and they are in the profile
     m = re.search(r"samples in threads without Python frames (\d+) \((\d+) of them in the "
                   r"profile", report.read_text())
