@@ -163,13 +163,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
+#define RINGBUF_WAKE_AT (1 << 20) /* bytes waiting: a new stack wakes the loader */
+#define RINGBUF_WAKE_NS (10ull * 1000 * 1000)
+__u64 stack_wake_ns = 0; /* when a new stack last woke the loader */
 
 /* A return address and its unwind row, cached per CPU: the same call sites
  * come back sample after sample (and frame after frame in recursion), and a
  * hit skips both binary searches.  Keyed with the process image (tgid, gen):
  * addresses mean nothing across processes, and a binary's rows never change
  * once written. */
-#define ROW_CACHE_SIZE 256
+#define ROW_CACHE_SIZE 2048
 struct row_cache_entry {
 	__u64 pc;
 	__u32 tgid, gen;
@@ -866,7 +869,8 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 {
 	struct scratch *s = w->s;
 	void *m = bpf_map_lookup_elem(&counts, &idx);
-	__u64 one = 1, *v, size;
+	__u64 one = 1, *v, size, now;
+	bool wake;
 	long err;
 
 	if (!m)
@@ -884,7 +888,15 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
-	if (!size || bpf_ringbuf_output(&events, s->wire, size, 0)) {
+	/* a new stack wakes the loader only if it has not been woken for one
+	 * in the last 10 ms, or the ring is filling up: a wakeup per stack
+	 * cost it more than naming them (it also polls every 100 ms) */
+	now = bpf_ktime_get_ns();
+	wake = now - stack_wake_ns > RINGBUF_WAKE_NS ||
+	       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT;
+	if (wake)
+		stack_wake_ns = now; /* racy between CPUs: at worst one more wakeup */
+	if (!size || bpf_ringbuf_output(&events, s->wire, size, wake ? 0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return;
 	}
