@@ -1,11 +1,12 @@
-/* ksyms.c - name kernel addresses with /proc/kallsyms, keeping only what is
- * asked for.  A kernel has ~100k text symbols; a profile needs a few hundred.
- * Pass one keeps just the symbol addresses (8 bytes each), sorted, and picks
- * for each wanted address the greatest symbol address at or below it; pass two
- * copies the names of the picked symbols.  Only text symbols (t, T, w, W)
- * count: stack addresses are code. */
+/* ksyms.c - name kernel addresses with /proc/kallsyms.  A kernel has ~100k
+ * text symbols; a profile needs a few hundred.  The file is read once (the
+ * kernel formats all of it on every pass: ~50 ms of system time), its text
+ * symbols kept for the moment (address and name, ~4 MB), and each wanted
+ * address takes the greatest symbol address at or below it.  Only text
+ * symbols (t, T, w, W) count: stack addresses are code. */
 #include "ksyms.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +24,27 @@ static int parse_text_symbol(char *line, uint64_t *addr, char **name, size_t *le
 	return *addr && *len ? 0 : -1;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+struct ksym {
+	uint64_t addr;
+	size_t name;                 /* offset in the names arena */
+};
 
-	return x < y ? -1 : x > y;
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* index of the greatest v[i] <= key, or -1 */
-static ptrdiff_t floor_index(const uint64_t *v, size_t n, uint64_t key)
+/* index of the greatest v[i].addr <= key, or -1 */
+static ptrdiff_t floor_index(const struct ksym *v, size_t n, uint64_t key)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (v[mid] <= key)
+		if (v[mid].addr <= key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -46,69 +52,62 @@ static ptrdiff_t floor_index(const uint64_t *v, size_t n, uint64_t key)
 	return (ptrdiff_t)lo - 1;
 }
 
-static uint64_t *symbol_addresses(FILE *f, size_t *n)
+static bool grow(void **v, size_t *cap, size_t need, size_t size, size_t first)
 {
-	uint64_t *v = NULL, addr;
-	size_t cap = 0, len;
-	char line[512], *name;
+	void *nv;
+	size_t ncap = *cap ? *cap : first;
 
-	*n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (parse_text_symbol(line, &addr, &name, &len))
-			continue;
-		if (*n == cap) {
-			uint64_t *nv = realloc(v, (cap = cap ? cap * 2 : 65536) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				return NULL;
-			}
-			v = nv;
-		}
-		v[(*n)++] = addr;
-	}
-	qsort(v, *n, sizeof(*v), cmp_u64);
-	return v;
+	if (need <= *cap)
+		return true;
+	while (ncap < need)
+		ncap *= 2;
+	if (!(nv = realloc(*v, ncap * size)))
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
 }
 
 int ksyms_resolve(const char *path, const uint64_t *addrs, size_t n, char **names)
 {
 	FILE *f = fopen(path, "r");
-	uint64_t *syms, *want, addr;
-	size_t nsyms, len;
-	char line[512], *name;
+	struct ksym *syms = NULL;
+	char *arena = NULL, line[512], *name;
+	size_t nsyms = 0, cap = 0, used = 0, acap = 0, len;
+	uint64_t addr;
+	int rc = -1;
 
 	for (size_t i = 0; i < n; i++)
 		names[i] = NULL;
 	if (!f)
 		return -1;
-	syms = symbol_addresses(f, &nsyms);
-	want = malloc((n + 1) * sizeof(*want)); /* the symbol chosen for each address */
-	if (!syms || !want) {
-		free(syms);
-		free(want);
-		fclose(f);
-		return -1;
+	/* one pass with a large buffer: the kernel formats the whole file for
+	 * every read, and each read() of a small buffer re-finds its place */
+	setvbuf(f, NULL, _IOFBF, 1 << 18);
+	while (fgets(line, sizeof(line), f)) {
+		if (parse_text_symbol(line, &addr, &name, &len))
+			continue;
+		if (!grow((void **)&syms, &cap, nsyms + 1, sizeof(*syms), 65536) ||
+		    !grow((void **)&arena, &acap, used + len + 1, 1, 1 << 20))
+			goto out;
+		memcpy(arena + used, name, len);
+		arena[used + len] = 0;
+		syms[nsyms].addr = addr;
+		syms[nsyms++].name = used;
+		used += len + 1;
 	}
+	if (nsyms)
+		qsort(syms, nsyms, sizeof(*syms), cmp_ksym);
 	for (size_t i = 0; i < n; i++) {
 		ptrdiff_t j = floor_index(syms, nsyms, addrs[i]);
 
-		want[i] = j >= 0 ? syms[j] : 0;
+		if (j >= 0)
+			names[i] = strdup(arena + syms[j].name);
 	}
+	rc = 0;
+out:
 	free(syms);
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		ptrdiff_t j;
-
-		if (parse_text_symbol(line, &addr, &name, &len))
-			continue;
-		/* want[] is sorted like addrs[]: find every address that chose addr */
-		j = floor_index(want, n, addr);
-		for (; j >= 0 && want[j] == addr; j--)
-			if (!names[j])
-				names[j] = strndup(name, len);
-	}
-	free(want);
+	free(arena);
 	fclose(f);
-	return 0;
+	return rc;
 }
