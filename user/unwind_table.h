@@ -6,12 +6,13 @@
  * return address and the saved registers are.  That description lives in
  * .eh_frame (always kept, also used by C++ exceptions) and sometimes in
  * .debug_frame (debug builds without unwind tables).  This module reads both
- * with libdw and keeps only what an x86-64 unwinder needs, as a list of
+ * itself, running each FDE's CFA instructions once (DWARF 4 section 6.4),
+ * and keeps only what an x86-64 unwinder needs, as a list of
  * `struct unwind_row` (bpf/pyperf.h) sorted by pc: each row holds from its pc
  * up to the next row's pc.  pcs are ELF virtual addresses of the file
  * (st_value space: runtime pc - load bias).
  *
- * Built on libdw and libelf (link with -ldw -lelf).
+ * Built on libelf, for the sections (link with -lelf).
  *
  * Library code: errors come back as -1 plus a one-line message naming the
  * file in a caller-supplied buffer; nothing here prints or exits. */
@@ -29,25 +30,34 @@ struct unwind_table {
 	size_t fdes;              /* FDEs read (.eh_frame and .debug_frame) */
 	size_t unsupported;       /* rows with CFA_UNSUPPORTED or RBP_LOST */
 	size_t skipped;           /* FDEs left out: range ending above 4 GiB
-				   * (row pcs are 32 bits), or an address
-				   * encoding this reader does not decode */
+				   * (row pcs are 32 bits), no valid CIE where
+				   * they point, or an address encoding this
+				   * reader does not decode */
 };
 
 /* Build the table from the ELF file open on `fd`.  The fd is only read with
  * pread/mmap: it is neither closed nor moved.  `name` is used only in error
  * messages.
  *
- * Rules: for each FDE the rows are the ones libdw computes, mapped to
- * unwind_row: CFA = rsp + N / rbp + N, the standard PLT expression
- * (CFA_PLT, cfa_off = the PLT's threshold N), return address undefined
+ * Rules: for each FDE the rows are the ones its instructions give, run
+ * from its CIE's initial instructions and the x86-64 ABI's defaults (rbp
+ * and the return address same-value, CFA unknown), mapped to unwind_row:
+ * CFA = rsp + N / rbp + N (def_cfa, or a one-operation breg expression),
+ * the standard PLT expression (CFA_PLT, cfa_off = the PLT's threshold N),
+ * *(rbp - N) (CFA_RBP_DEREF, stack realignment), return address undefined
  * (CFA_END), anything else CFA_UNSUPPORTED (the return address must be saved
  * at CFA - 8); rbp same-value or never saved is RBP_SAME, saved at CFA + N
- * is RBP_AT_CFA, anything else RBP_LOST.  Where an FDE ends and no other
- * starts, a CFA_NONE row marks the gap.  Where .eh_frame and .debug_frame
- * both describe an address, .eh_frame wins; where FDEs of one section
- * overlap, the one starting first wins.  Consecutive rows with identical
- * rules are merged, except that every FDE keeps a row at its start: a row
- * never spans two functions (the sampler keys a leaf frame by its row).
+ * is RBP_AT_CFA, at rbp + N (an expression) RBP_AT_RBP, anything else
+ * RBP_LOST.  Bad CFI (an unknown opcode, an operand past the end of its
+ * entry, restore_state without remember_state, remember_state nested more
+ * than 64 deep, ...) turns the row where it happens and the rest of the FDE
+ * into one CFA_UNSUPPORTED row.  Where an FDE ends and no other starts, a
+ * CFA_NONE row marks the gap.  Where .eh_frame and .debug_frame both
+ * describe an address, .eh_frame wins; where FDEs of one section overlap,
+ * the one starting first wins (the others keep what lies beyond it).
+ * Consecutive rows with identical rules are merged, except that every FDE
+ * keeps a row at its start: a row never spans two functions (the sampler
+ * keys a leaf frame by its row).
  *
  * Returns 0 (a file without any CFI gives n = 0), or -1 with a message for
  * a file that is not a readable x86-64 ELF file or on memory exhaustion.

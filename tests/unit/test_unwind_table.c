@@ -18,13 +18,15 @@
  * Edge cases build their inputs at test time in a temporary directory (a
  * tiny C program with only .debug_frame for its own code, plain and with
  * compressed debug sections; copies of libz truncated, stripped of .eh_frame,
- * with the machine changed, with .eh_frame bytes scrambled).  Needs cc,
- * readelf and objcopy.  libc is required; the other binaries are skipped
- * with a message when missing.
+ * with the machine changed, with .eh_frame bytes scrambled; hand-written
+ * .debug_frame programs for single DWARF rules, good and bad, and one with
+ * every byte value in an opcode's place).  Needs cc, readelf and objcopy.
+ * libc is required; the other binaries are skipped with a message when
+ * missing.
  *
  * Build: cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Ibpf -Iuser \
  *        user/unwind_table.c user/errmsg.c tests/unit/test_unwind_table.c \
- *        -ldw -lelf -lcmocka -o /tmp/t */
+ *        -lelf -lcmocka -o /tmp/t */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1121,6 +1123,227 @@ static void test_eh_frame_wins(void **state)
 	unwind_table_free(&t);
 }
 
+/* ---- CFA programs, hand-written ---------------------------------------- */
+
+/* One hand-written .debug_frame FDE (for a 32-byte function cfaN) and the
+ * rows it must give: each `at` is a row start (offset in the function),
+ * the row holding until the next one listed or the end. */
+struct cfa_case {
+	const char *what;
+	const char *cie;              /* "cie", or "badcie" (advance_loc inside) */
+	const char *insns;            /* assembler lines; "%s" is the function */
+	size_t nrows;
+	struct {
+		unsigned at;
+		struct unwind_row want;
+	} rows[6];
+};
+
+#define R_RSP(n) { .cfa_kind = CFA_RSP, .cfa_off = (n), .rbp_kind = RBP_SAME }
+#define R_RSP_RBP(n, o8) { .cfa_kind = CFA_RSP, .cfa_off = (n), .rbp_kind = RBP_AT_CFA, \
+			   .rbp_off8 = (o8) }
+#define R_UNSUP { .cfa_kind = CFA_UNSUPPORTED, .rbp_kind = RBP_SAME }
+
+/* 64 remember_states, then the CFA moves, then 64 restore_states */
+#define REMEMBER_64 ".fill 64, 1, 0x0a\n"
+#define RESTORE_64 ".fill 64, 1, 0x0b\n"
+
+static const struct cfa_case cfa_cases[] = {
+	{ "remember_state / restore_state bring the rules back, not the location", "cie",
+	  ".byte 0x41, 0x0e, 16, 0x86, 2\n"   /* +1: cfa rsp+16, rbp at cfa-16 */
+	  ".byte 0x41, 0x0a, 0x0d, 6\n"       /* +1: remember; cfa rbp+16 */
+	  ".byte 0x41, 0x0b\n"                /* +1: restore */
+	  ".byte 0x41, 0x0e, 8\n",            /* +1: cfa rsp+8 */
+	  5, { { 0, R_RSP(8) }, { 1, R_RSP_RBP(16, -2) },
+	       { 2, { .cfa_kind = CFA_RBP, .cfa_off = 16, .rbp_kind = RBP_AT_CFA, .rbp_off8 = -2 } },
+	       { 3, R_RSP_RBP(16, -2) }, { 4, R_RSP_RBP(8, -2) } } },
+	{ "an unknown opcode ends the FDE's rows with one unsupported row", "cie",
+	  ".byte 0x41, 0x0e, 16, 0x41\n"
+	  ".byte 0x2e, 0x8a, 0xcf, 0x95, 0x9a, 0x02\n"  /* args_size: the marker */
+	  ".byte 0x3c, 0x0e, 24, 0x41, 0x0e, 8\n",
+	  3, { { 0, R_RSP(8) }, { 1, R_RSP(16) }, { 2, R_UNSUP } } },
+	{ "restore_state with nothing remembered is bad CFI", "cie",
+	  ".byte 0x42, 0x0b, 0x41, 0x0e, 16\n",
+	  2, { { 0, R_RSP(8) }, { 2, R_UNSUP } } },
+	{ "remember_state 64 deep is followed", "cie",
+	  ".byte 0x41\n" REMEMBER_64 ".byte 0x0e, 16, 0x41\n" RESTORE_64 ".byte 0x41\n",
+	  3, { { 0, R_RSP(8) }, { 1, R_RSP(16) }, { 2, R_RSP(8) } } },
+	{ "remember_state 65 deep is bad CFI", "cie",
+	  ".byte 0x41\n" REMEMBER_64 ".byte 0x0a, 0x0e, 16, 0x41\n",
+	  2, { { 0, R_RSP(8) }, { 1, R_UNSUP } } },
+	{ "def_cfa_offset on an expression CFA leaves no CFA until def_cfa", "cie",
+	  ".byte 0x41, 0x0f, 2, 0x77, 16\n"   /* +1: cfa = breg7 16 */
+	  ".byte 0x41, 0x0e, 24\n"            /* +1: offset of what? */
+	  ".byte 0x41, 0x0c, 7, 8\n",         /* +1: cfa rsp+8 */
+	  4, { { 0, R_RSP(8) }, { 1, R_RSP(16) }, { 2, R_UNSUP }, { 3, R_RSP(8) } } },
+	{ "advance_loc among a CIE's instructions spoils its FDEs", "badcie",
+	  ".byte 0x41, 0x0e, 16\n",
+	  1, { { 0, R_UNSUP } } },
+	{ "set_loc backwards changes the row it is in", "cie",
+	  ".byte 0x44, 0x0e, 16, 0x01\n.quad %s + 2\n"
+	  ".byte 0x0e, 24, 0x01\n.quad %s + 8\n.byte 0x0e, 8\n",
+	  3, { { 0, R_RSP(8) }, { 4, R_RSP(24) }, { 8, R_RSP(8) } } },
+	{ "rbp: val_offset is lost, an expression breg6 N is at rbp + N", "cie",
+	  ".byte 0x41, 0x14, 6, 2\n"                  /* +1: rbp = cfa-16 */
+	  ".byte 0x41, 0x10, 6, 2, 0x76, 0x70\n"      /* +1: rbp at breg6 -16 */
+	  ".byte 0x41, 0x07, 16\n",                   /* +1: return address undefined */
+	  4, { { 0, R_RSP(8) }, { 1, { .cfa_kind = CFA_RSP, .cfa_off = 8, .rbp_kind = RBP_LOST } },
+	       { 2, { .cfa_kind = CFA_RSP, .cfa_off = 8, .rbp_kind = RBP_AT_RBP, .rbp_off8 = -2 } },
+	       { 3, { .cfa_kind = CFA_END } } } },
+	{ "stack realignment: CFA = *(rbp - 8)", "cie",
+	  ".byte 0x41, 0x0f, 3, 0x76, 0x78, 0x06\n",
+	  2, { { 0, R_RSP(8) }, { 1, { .cfa_kind = CFA_RBP_DEREF, .cfa_off = 8 } } } },
+	{ "an operand cut off by the end of its FDE is bad CFI", "cie",
+	  ".byte 0x41, 0x0e, 0x80\n",                 /* last entry: no padding */
+	  2, { { 0, R_RSP(8) }, { 1, R_UNSUP } } },
+};
+
+#define NCASES (sizeof(cfa_cases) / sizeof(cfa_cases[0]))
+
+static const char cfa_cie_text[] =
+	"\t.section .debug_frame,\"\",@progbits\n"
+	"cie:\t.long cie_end - cie_start\ncie_start:\n"
+	"\t.long 0xffffffff\n\t.byte 1\n\t.string \"\"\n\t.uleb128 1\n\t.sleb128 -8\n\t.byte 16\n"
+	"\t.byte 0x0c, 7, 8, 0x90, 1\n"               /* rsp+8, rip at cfa-8 */
+	"cie_end:\n"
+	"badcie:\t.long badcie_end - badcie_start\nbadcie_start:\n"
+	"\t.long 0xffffffff\n\t.byte 1\n\t.string \"\"\n\t.uleb128 1\n\t.sleb128 -8\n\t.byte 16\n"
+	"\t.byte 0x0c, 7, 8, 0x90, 1, 0x41\n"         /* ... and advance_loc 1 */
+	"badcie_end:\n";
+
+/* Assemble the functions cfa0.. and their hand-written .debug_frame into
+ * `exe`; the functions' addresses into addr[]. */
+static void build_cfa_program(struct tmpdir *d, char *exe, size_t exelen, uint64_t *addr)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *src = malloc(cap), spath[160], cmd[512], *out;
+
+	assert_non_null(src);
+	len += snprintf(src + len, cap - len,
+			"\t.text\n\t.globl main\n\t.type main, @function\n"
+			"main:\n\txorl %%eax, %%eax\n\tret\n\t.size main, .-main\n");
+	for (size_t i = 0; i < NCASES; i++)
+		len += snprintf(src + len, cap - len,
+				"\t.balign 32\n\t.globl cfa%zu\n\t.type cfa%zu, @function\n"
+				"cfa%zu:\n\t.fill 31, 1, 0x90\n\tret\n\t.size cfa%zu, 32\n",
+				i, i, i, i);
+	len += snprintf(src + len, cap - len, "%s", cfa_cie_text);
+	for (size_t i = 0; i < NCASES; i++) {
+		char fn[16], insns[1024];
+
+		snprintf(fn, sizeof(fn), "cfa%zu", i);
+		snprintf(insns, sizeof(insns), cfa_cases[i].insns, fn, fn);
+		len += snprintf(src + len, cap - len,
+				"\t.long fde%zu_end - fde%zu_start\nfde%zu_start:\n"
+				"\t.long %s\n\t.quad %s\n\t.quad 32\n%sfde%zu_end:\n",
+				i, i, i, cfa_cases[i].cie, fn, insns, i);
+	}
+	len += snprintf(src + len, cap - len, "\t.section .note.GNU-stack,\"\",@progbits\n");
+	assert_true(len < cap);
+	snprintf(spath, sizeof(spath), "%s/cfa.s", d->path);
+	snprintf(exe, exelen, "%s/cfa", d->path);
+	write_file(spath, src, len);
+	free(src);
+	snprintf(cmd, sizeof(cmd), "cc '%s' -o '%s' 2>&1", spath, exe);
+	run(cmd);
+
+	snprintf(cmd, sizeof(cmd), "readelf -Ws '%s'", exe);
+	out = command_output(cmd);
+	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		char val[32], type[32], sym[64];
+		size_t i;
+
+		if (sscanf(line, " %*[0-9]: %31s %*s %31s %*s %*s %*s %63s", val, type, sym) == 3 &&
+		    strcmp(type, "FUNC") == 0 && sscanf(sym, "cfa%zu", &i) == 1 && i < NCASES)
+			addr[i] = strtoull(val, NULL, 16);
+	}
+	free(out);
+	for (size_t i = 0; i < NCASES; i++)
+		if (addr[i] == 0)
+			fail_msg("%s: no cfa%zu in readelf -Ws", exe, i);
+}
+
+/* Each case's rows, exactly: starts, rules, and the gap after it. */
+static void check_cfa_case(const char *exe, const struct unwind_table *t, size_t i,
+			   uint64_t base)
+{
+	const struct cfa_case *c = &cfa_cases[i];
+
+	for (size_t k = 0; k < c->nrows; k++) {
+		const struct unwind_row *w = &c->rows[k].want;
+		uint64_t pc = base + c->rows[k].at;
+		uint64_t end = k + 1 < c->nrows ? base + c->rows[k + 1].at : base + 32;
+		long idx = unwind_table_find(t, pc);
+
+		if (idx < 0 || t->rows[idx].pc != pc || unwind_table_find(t, end - 1) != idx ||
+		    t->rows[idx].cfa_kind != w->cfa_kind || t->rows[idx].cfa_off != w->cfa_off ||
+		    t->rows[idx].rbp_kind != w->rbp_kind || t->rows[idx].rbp_off8 != w->rbp_off8)
+			fail_msg("%s: %s: row at +%u should be cfa %s %u, rbp %u %d over [+%u, +%u)",
+				 exe, c->what, c->rows[k].at, kind_name(w->cfa_kind), w->cfa_off,
+				 (unsigned)w->rbp_kind, (int)w->rbp_off8, c->rows[k].at,
+				 (unsigned)(end - base));
+	}
+}
+
+/* The interpreter on programs that test one DWARF rule each, good and bad
+ * (.debug_frame written by hand: the assembler checks .cfi_* directives). */
+static void test_cfa_programs(void **state)
+{
+	struct tmpdir *d = *state;
+	uint64_t addr[NCASES] = { 0 };
+	struct unwind_table t = { 0 };
+	char exe[160];
+
+	build_cfa_program(d, exe, sizeof(exe), addr);
+	build_table(exe, &t, NULL);
+	check_invariants(exe, &t);
+	assert_int_equal(t.skipped, 0);
+	for (size_t i = 0; i < NCASES; i++)
+		check_cfa_case(exe, &t, i, addr[i]);
+	unwind_table_free(&t);
+}
+
+/* Every byte value in the unknown-opcode slot of the second case: whatever
+ * it is, nothing crashes, the table stays well-formed, and the rows the
+ * FDE closed before it stand. */
+static void test_every_opcode(void **state)
+{
+	static const unsigned char marker[] = { 0x2e, 0x8a, 0xcf, 0x95, 0x9a, 0x02 };
+	struct tmpdir *d = *state;
+	uint64_t addr[NCASES] = { 0 };
+	char exe[160], path[192];
+	unsigned char *buf, *slot;
+	size_t len;
+
+	build_cfa_program(d, exe, sizeof(exe), addr);
+	buf = read_whole(exe, &len);
+	slot = memmem(buf, len, marker, sizeof(marker));
+	if (!slot)
+		fail_msg("%s: marker not found", exe);
+	slot += sizeof(marker);
+	assert_int_equal(*slot, 0x3c);
+	snprintf(path, sizeof(path), "%s/opcode", d->path);
+	for (unsigned v = 0; v < 256; v++) {
+		struct unwind_table t = { 0 };
+		char err[512];
+
+		*slot = (unsigned char)v;
+		write_file(path, buf, len);
+		if (try_build(path, &t, err, sizeof(err)) != 0)
+			fail_msg("opcode %#x: %s", v, err);
+		check_invariants(path, &t);
+		for (unsigned at = 0; at < 2; at++) {
+			long idx = unwind_table_find(&t, addr[1] + at);
+
+			if (idx < 0 || t.rows[idx].pc != addr[1] + at ||
+			    t.rows[idx].cfa_kind != CFA_RSP || t.rows[idx].cfa_off != 8 + 8 * at)
+				fail_msg("opcode %#x: the row at cfa1+%u changed", v, at);
+		}
+		unwind_table_free(&t);
+	}
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1139,6 +1362,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_debug_frame_compressed, tmpdir_setup,
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_eh_frame_wins, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_cfa_programs, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_every_opcode, tmpdir_setup, tmpdir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
