@@ -664,6 +664,7 @@ void native_free(struct native *n)
 {
 	stop_worker(n);
 	hmap_free(&n->procs, free_proc);
+	hmap_free(&n->pcs, NULL);
 	hmap_free(&n->funcs, free_func);
 	hmap_free(&n->bins, free_bin);
 	pyfunc_free(n->unknown);
@@ -1002,6 +1003,8 @@ const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool le
 	const struct nmap *m = np ? find_map(np, pc) : NULL;
 	uint64_t vaddr, start;
 	char name[512], err[256];
+	struct func_key k;
+	struct pyfunc *f;
 	int named = 0;
 
 	if (m && !m->bin)
@@ -1009,6 +1012,11 @@ const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool le
 	if (!m)
 		return n->unknown;
 	vaddr = pc - m->bias - (leaf ? 0 : 1);
+	memset(&k, 0, sizeof(k));
+	k.bin = m->bin;
+	k.addr = vaddr;
+	if ((f = hmap_get(&n->pcs, &k, sizeof(k))))
+		return f;
 	if (!m->bin->sym && !m->bin->sym_failed) {
 		m->bin->sym = nsym_open(m->bin->fd, m->bin->path, err, sizeof(err));
 		m->bin->sym_failed = !m->bin->sym;
@@ -1018,5 +1026,8 @@ const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool le
 	} else {
 		snprintf(name, sizeof(name), "%s+0x%llx", m->bin->base, (unsigned long long)vaddr);
 	}
-	return intern(n, m->bin, &m->bin->info, named ? start : vaddr, name, m->bin->base);
+	f = intern(n, m->bin, &m->bin->info, named ? start : vaddr, name, m->bin->base);
+	if (f != n->unknown)
+		(void)hmap_put(&n->pcs, &k, sizeof(k), f); /* out of memory: named again next time */
+	return f;
 }

@@ -69,6 +69,8 @@ struct native {
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
 	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct pyfunc * */
+	struct hmap pcs;             /* (nbin *, address) -> its entry in funcs: a new stack's
+				      * frames are mostly addresses named before */
 	struct pyfunc *unknown;      /* "[unknown]" */
 	struct nbin *slot[PYPERF_MAX_TABLES]; /* a binary per table slot */
 	uint16_t tag[PYPERF_MAX_TABLES];      /* bumped at each reuse of a slot */

@@ -76,6 +76,8 @@ struct recorder {
 	uint64_t start_ns;           /* sampling started (CLOCK_MONOTONIC) */
 	double first_native_ms;      /* first stack with a whole native part; -1: none */
 	double warm_cpu;             /* loader CPU when warmed up; -1: not reached */
+	double warm_s;               /* seconds of sampling after the warm-up */
+	double end_cpu;              /* loader CPU when sampling ended */
 };
 
 /* The loader's CPU is also reported from this long after sampling started:
@@ -478,7 +480,7 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 	uint64_t st[STAT_NR], cnt = 0, ns = 0;
 	long rss;
 	double cpu = cpu_seconds(&rss);
-	double warm = r->warm_cpu >= 0 ? cpu - r->warm_cpu : -1;
+	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
 	FILE *f;
 
 	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
@@ -498,7 +500,8 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		"\"unwind_no_room\": %llu, \"unwind_failed\": %llu, \"unwind_evicted\": %llu, "
 		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f, "
 		"\"first_complete_native_ms\": %.1f, \"warmup_s\": %.1f, "
-		"\"loader_cpu_after_warmup_s\": %.6f}\n",
+		"\"loader_cpu_after_warmup_s\": %.6f, \"after_warmup_s\": %.3f, "
+		"\"loader_write_cpu_s\": %.6f}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -512,7 +515,7 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
 		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
 		(unsigned long long)r->nat.st.reclaimed, r->load_s, r->first_native_ms,
-		WARMUP_NS / 1e9, warm);
+		WARMUP_NS / 1e9, warm, r->warm_s, cpu - r->end_cpu);
 	fclose(f);
 }
 
@@ -653,8 +656,11 @@ int record_run(const struct record_opts *o)
 	sampler_drain(r.s, on_count, &r);
 	{
 		double secs = (monotonic_ns() - start) / 1e9;
+		double loop;
 
-		double loop = cpu_seconds(NULL) - loop_cpu;
+		r.end_cpu = cpu_seconds(NULL);
+		loop = r.end_cpu - loop_cpu;
+		r.warm_s = secs - WARMUP_NS / 1e9;
 
 		if (o->on_drain) {
 			uint64_t st[STAT_NR];
