@@ -16,6 +16,7 @@
  * chain of enclosing symbols, and an exact size check.  A direct-mapped
  * cache answers repeated addresses. */
 #include "nsym.h"
+#include "hmap.h"
 
 #include <elf.h>
 #include <elfutils/libdwfl.h>
@@ -59,16 +60,23 @@ enum {
 	CACHE_BITS = 9,              /* 512 cached addresses per binary */
 	MAX_WALK = 256,              /* enclosing symbols tried per lookup */
 	F_PLT = 1,                   /* name is our malloc'd "foo@plt" label */
-	F_OWN_DISP = 2,              /* disp is malloc'd */
+	F_OWN_DISP = 2,              /* its shown name (in disp) is malloc'd */
 };
 
+/* 24 bytes: a libtorch-class binary has 500k symbols, and only those hit
+ * get a shown name (disp) */
 struct fsym {
-	uint64_t start, end;         /* [start, end); end == start: sizeless */
+	uint64_t start;              /* [start, start + size); size 0: sizeless */
 	const char *name;            /* libdwfl's string table, or F_PLT */
-	char *disp;                  /* name as shown; made on first use */
-	uint32_t rank;               /* among aliases, lower is better */
-	uint32_t flags;
+	uint32_t size;               /* larger functions are cut at 4 GiB */
+	uint16_t rank;               /* among aliases, lower is better */
+	uint16_t flags;
 };
+
+static uint64_t fend(const struct fsym *s)
+{
+	return s->start + s->size;
+}
 
 struct cslot {
 	uint64_t vaddr;
@@ -84,6 +92,7 @@ struct nsym_bin {
 	char *base;
 	bool loaded, debug_file;
 	struct fsym *v;              /* every function symbol, by address */
+	struct hmap disp;            /* v index -> name as shown, made on first use */
 	size_t n, cap;
 	uint32_t *prim;              /* v index of the best of each (start, end) */
 	int32_t *parent;             /* prim index of the enclosing symbol, or -1 */
@@ -196,12 +205,13 @@ void nsym_close(struct nsym_bin *b)
 		return;
 	if (b->dwfl)
 		dwfl_end(b->dwfl);
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->v[i].flags & F_OWN_DISP)
-			free(b->v[i].disp);
+	hmap_for_each(&b->disp, s)
+		if (b->v[*(uint32_t *)s->key].flags & F_OWN_DISP)
+			free(s->val);
+	hmap_free(&b->disp, NULL);
+	for (size_t i = 0; i < b->n; i++)
 		if (b->v[i].flags & F_PLT)
 			free((char *)b->v[i].name);
-	}
 	free(b->v);
 	free(b->prim);
 	free(b->parent);
@@ -226,12 +236,15 @@ static bool add_sym(struct nsym_bin *b, uint64_t start, uint64_t size, const cha
 		b->v = v;
 		b->cap = ncap;
 	}
+	if (size > UINT32_MAX)
+		size = UINT32_MAX;
+	if (start + size < start)
+		size = UINT64_MAX - start;
 	b->v[b->n].start = start;
-	b->v[b->n].end = start + size < start ? UINT64_MAX : start + size;
+	b->v[b->n].size = (uint32_t)size;
 	b->v[b->n].name = name;
-	b->v[b->n].disp = NULL;
-	b->v[b->n].rank = rank;
-	b->v[b->n].flags = flags;
+	b->v[b->n].rank = (uint16_t)rank;
+	b->v[b->n].flags = (uint16_t)flags;
 	b->n++;
 	return true;
 }
@@ -373,8 +386,8 @@ static int cmp_fsym(const void *a, const void *c)
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	if (x->end != y->end) /* the enclosing one first */
-		return x->end > y->end ? -1 : 1;
+	if (x->size != y->size) /* the enclosing one first */
+		return x->size > y->size ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
 	return strcmp(x->name, y->name);
@@ -401,12 +414,12 @@ static bool build_index(struct nsym_bin *b)
 		const struct fsym *s = &b->v[i];
 
 		if (b->nprim && b->v[b->prim[b->nprim - 1]].start == s->start &&
-		    b->v[b->prim[b->nprim - 1]].end == s->end)
+		    b->v[b->prim[b->nprim - 1]].size == s->size)
 			continue; /* an alias */
-		while (depth && b->v[b->prim[stack[depth - 1]]].end <= s->start)
+		while (depth && fend(&b->v[b->prim[stack[depth - 1]]]) <= s->start)
 			depth--;
 		b->parent[b->nprim] = depth ? (int32_t)stack[depth - 1] : -1;
-		if (s->end > s->start)
+		if (s->size)
 			stack[depth++] = (uint32_t)b->nprim;
 		b->prim[b->nprim++] = (uint32_t)i;
 	}
@@ -496,13 +509,13 @@ static int32_t find(const struct nsym_bin *b, uint64_t vaddr)
 	k = (int32_t)lo - 1;
 	for (int walk = 0; k >= 0 && walk < MAX_WALK; walk++, k = b->parent[k]) {
 		s = &b->v[b->prim[k]];
-		if (vaddr < s->end)
+		if (vaddr < fend(s))
 			return (int32_t)b->prim[k];
 	}
 	/* a sizeless symbol names only its own address (sorted last among
 	 * those starting there) */
 	s = &b->v[b->prim[lo - 1]];
-	if (s->start == vaddr && s->end == s->start)
+	if (s->start == vaddr && !s->size)
 		return (int32_t)b->prim[lo - 1];
 	return -1;
 }
@@ -528,15 +541,16 @@ static int32_t find_cached(struct nsym_bin *b, uint64_t vaddr)
 /* The name to show: version dropped ("memcpy@GLIBC_2.2.5"), then
  * demangled if it is a C++ name ("_Znwm@plt" shows as
  * "operator new(unsigned long)@plt").  Made once per symbol. */
-static const char *display(struct fsym *s)
+static const char *display(struct nsym_bin *b, uint32_t idx)
 {
-	const char *name = s->name, *suffix = "";
+	struct fsym *s = &b->v[idx];
+	const char *name = s->name, *suffix = "", *shown;
 	char *plain = NULL, *d = NULL, *out = NULL;
 	size_t at;
 	int status = -1;
 
-	if (s->disp)
-		return s->disp;
+	if ((shown = hmap_get(&b->disp, &idx, sizeof(idx))))
+		return shown;
 	at = strcspn(name, "@");
 	if (at > 0 && name[at]) {
 		if (s->flags & F_PLT)
@@ -561,10 +575,16 @@ static const char *display(struct fsym *s)
 		plain = NULL;
 	}
 	free(plain);
-	if (!out)
-		return s->disp = (char *)s->name;
+	if (!out) {
+		(void)hmap_put(&b->disp, &idx, sizeof(idx), (char *)s->name);
+		return s->name;
+	}
+	if (hmap_put(&b->disp, &idx, sizeof(idx), out)) {
+		free(out); /* out of memory: shown as it is spelt */
+		return s->name;
+	}
 	s->flags |= F_OWN_DISP;
-	return s->disp = out;
+	return out;
 }
 
 int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_t *sym_start)
@@ -579,7 +599,7 @@ int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_
 		return 0;
 	}
 	if (buf && len)
-		snprintf(buf, len, "%s", display(&b->v[idx]));
+		snprintf(buf, len, "%s", display(b, (uint32_t)idx));
 	if (sym_start)
 		*sym_start = b->v[idx].start;
 	return 1;
@@ -605,7 +625,7 @@ int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t 
 		    (s->name[len] && (s->name[len] != '@' || (s->flags & F_PLT))))
 			continue;
 		/* exact spelling, then sized, then rank */
-		score = (s->name[len] ? 0 : 2) + (s->end > s->start);
+		score = (s->name[len] ? 0 : 2) + (s->size > 0);
 		if (!best || score > best_score || (score == best_score && s->rank < best->rank)) {
 			best = s;
 			best_score = score;
@@ -616,7 +636,7 @@ int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t 
 	if (start)
 		*start = best->start;
 	if (end)
-		*end = best->end;
+		*end = fend(best);
 	return 0;
 }
 
