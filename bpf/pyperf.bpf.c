@@ -149,8 +149,7 @@ struct {
 	__type(value, __u64);
 } table_req SEC(".maps");
 
-/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS):
- * 100 ms after asking, later when the loader backs off (nothing new found) */
+/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -158,14 +157,21 @@ struct {
 	__type(value, __u64);
 } maps_req SEC(".maps");
 
+/* (tgid, page) -> no reread for a pc in that page before this time: written
+ * by the loader when a reread found no mapping for such a pc (a stray
+ * return address), backing off; other pages still ask at once */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct stray_key);
+	__type(value, __u64);
+} stray_pcs SEC(".maps");
+
 /* new stacks and process events for the loader */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
-#define RINGBUF_WAKE_AT (1 << 20) /* bytes waiting: a new stack wakes the loader */
-#define RINGBUF_WAKE_NS (10ull * 1000 * 1000)
-__u64 stack_wake_ns = 0; /* when a new stack last woke the loader */
 
 /* A return address and its unwind row, cached per CPU: the same call sites
  * come back sample after sample (and frame after frame in recursion), and a
@@ -611,16 +617,22 @@ static __always_inline void request_table(__u32 tgid, __u32 table)
 	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
 }
 
-/* ask the loader to read the process's mappings again, at most every 100 ms */
-static __always_inline void request_maps(__u32 tgid)
+/* ask the loader to read the process's mappings again, at most every 100 ms,
+ * and not for a pc in a page it backs off from */
+static __always_inline void request_maps(__u32 tgid, __u64 pc)
 {
 	__u64 now = bpf_ktime_get_ns(), next = now + 100ULL * 1000 * 1000, *t;
+	struct stray_key k = { .tgid = tgid, .page = pc >> 12 };
+	struct ev_maps ev = { .kind = EV_MAPS, .pid = tgid, .pc = pc };
 
+	t = bpf_map_lookup_elem(&stray_pcs, &k);
+	if (t && now < *t)
+		return;
 	t = bpf_map_lookup_elem(&maps_req, &tgid);
 	if (t && now < *t)
 		return;
 	bpf_map_update_elem(&maps_req, &tgid, &next, BPF_ANY);
-	send_event(EV_MAPS, tgid);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
 }
 
 static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc)
@@ -683,7 +695,7 @@ static long native_step(__u32 i, struct native_walk *u)
 		if (!idx) {
 			native_push(u, n, pc);
 			VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
-			request_maps(u->tgid);
+			request_maps(u->tgid, pc);
 			return 1;
 		}
 		m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
@@ -869,8 +881,7 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 {
 	struct scratch *s = w->s;
 	void *m = bpf_map_lookup_elem(&counts, &idx);
-	__u64 one = 1, *v, size, now;
-	bool wake;
+	__u64 one = 1, *v, size;
 	long err;
 
 	if (!m)
@@ -888,15 +899,9 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
-	/* a new stack wakes the loader only if it has not been woken for one
-	 * in the last 10 ms, or the ring is filling up: a wakeup per stack
-	 * cost it more than naming them (it also polls every 100 ms) */
-	now = bpf_ktime_get_ns();
-	wake = now - stack_wake_ns > RINGBUF_WAKE_NS ||
-	       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT;
-	if (wake)
-		stack_wake_ns = now; /* racy between CPUs: at worst one more wakeup */
-	if (!size || bpf_ringbuf_output(&events, s->wire, size, wake ? 0 : BPF_RB_NO_WAKEUP)) {
+	/* every new stack wakes the loader: it names the code objects while
+	 * they exist (an imported module's code is freed once it has run) */
+	if (!size || bpf_ringbuf_output(&events, s->wire, size, 0)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return;
 	}

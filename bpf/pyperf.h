@@ -163,7 +163,8 @@ enum ev_kind {
 	EV_NEW_PID = 2,  /* a process not yet classified ran on a CPU */
 	EV_EXEC = 3,     /* a process exec'ed a new program */
 	EV_EXIT = 4,     /* a process exited */
-	EV_MAPS = 5,     /* a profiled process ran code in a mapping the unwinder lacks */
+	EV_MAPS = 5,     /* a profiled process ran code in a mapping the unwinder lacks
+			  * (struct ev_maps) */
 	EV_TABLE = 6,    /* a sample needs a binary's unwind table (struct ev_table) */
 };
 
@@ -177,6 +178,20 @@ struct ev_table {
 	__u32 pid;
 	__u32 table;                 /* native_mapping.table */
 	__u32 pad;
+};
+
+struct ev_maps {
+	__u32 kind;
+	__u32 pid;
+	__u64 pc;                    /* the address no known mapping holds */
+};
+
+/* stray_pcs key: a page of a process where a pc held by no mapping was
+ * seen, and a reread of the mappings did not find one */
+struct stray_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 page;                  /* pc >> 12 */
 };
 
 struct ev_stack {

@@ -76,7 +76,6 @@ struct nproc {
 	struct jit_sym *jit;         /* from /tmp/perf-PID.map, sorted */
 	size_t njit;
 	uint64_t jit_size;           /* bytes of the map file read */
-	unsigned same;               /* rereads in a row that found the same mappings */
 };
 
 struct bin_key {
@@ -665,6 +664,7 @@ void native_free(struct native *n)
 	stop_worker(n);
 	hmap_free(&n->procs, free_proc);
 	hmap_free(&n->pcs, NULL);
+	hmap_free(&n->strays, NULL);
 	hmap_free(&n->funcs, free_func);
 	hmap_free(&n->bins, free_bin);
 	pyfunc_free(n->unknown);
@@ -826,27 +826,6 @@ static bool perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 	return false;
 }
 
-static bool same_maps(const struct nproc *np, const struct nmap *v, size_t k)
-{
-	if (!np->v || np->n != k)
-		return false;
-	for (size_t i = 0; i < k; i++)
-		if (np->v[i].start != v[i].start || np->v[i].end != v[i].end ||
-		    np->v[i].bin != v[i].bin)
-			return false;
-	return true;
-}
-
-uint64_t native_maps_backoff_ns(const struct native *n, int pid)
-{
-	const struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
-	uint64_t ms = 100;
-
-	for (unsigned i = 0; np && i < np->same && ms < NATIVE_MAPS_BACKOFF_MAX_MS; i++)
-		ms *= 2;
-	return (ms < NATIVE_MAPS_BACKOFF_MAX_MS ? ms : NATIVE_MAPS_BACKOFF_MAX_MS) * 1000000;
-}
-
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
 		       size_t errlen)
 {
@@ -896,7 +875,6 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 		k++;
 	}
 	procmaps_free(&maps);
-	np->same = same_maps(np, v, k) ? np->same + 1 : 0;
 	/* the binaries this process maps now count it, then the old list lets go */
 	stamp = ++n->stamp;
 	for (size_t i = 0; i < k; i++)
@@ -947,6 +925,39 @@ static const struct nmap *find_map(const struct nproc *np, uint64_t pc)
 			hi = mid;
 	}
 	return lo && pc < np->v[lo - 1].end ? &np->v[lo - 1] : NULL;
+}
+
+bool native_pc_mapped(const struct native *n, int pid, uint64_t pc)
+{
+	const struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
+
+	return np && find_map(np, pc);
+}
+
+/* a stray's key: the page of a process (padding zeroed for hmap) */
+struct stray {
+	int32_t pid;
+	uint32_t pad;
+	uint64_t page;
+};
+
+#define STRAYS_MAX 65536 /* pages remembered; then forgotten all at once */
+
+uint64_t native_stray_backoff_ns(struct native *n, int pid, uint64_t pc)
+{
+	struct stray k = { .pid = pid, .page = pc >> 12 };
+	uintptr_t seen;
+	uint64_t ms = 100;
+
+	if (n->strays.len >= STRAYS_MAX) {
+		hmap_free(&n->strays, NULL);
+		memset(&n->strays, 0, sizeof(n->strays));
+	}
+	seen = (uintptr_t)hmap_get(&n->strays, &k, sizeof(k));
+	for (uintptr_t i = 0; i < seen && ms < NATIVE_STRAY_BACKOFF_MAX_MS; i++)
+		ms *= 2;
+	(void)hmap_put(&n->strays, &k, sizeof(k), (void *)(seen + 1));
+	return (ms < NATIVE_STRAY_BACKOFF_MAX_MS ? ms : NATIVE_STRAY_BACKOFF_MAX_MS) * 1000000;
 }
 
 static bool is_eval_loop(const char *name)

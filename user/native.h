@@ -69,6 +69,7 @@ struct native {
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
 	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct pyfunc * */
+	struct hmap strays;          /* (pid, page) -> times found in no mapping, as a pointer */
 	struct hmap pcs;             /* (nbin *, address) -> its entry in funcs: a new stack's
 				      * frames are mostly addresses named before */
 	struct pyfunc *unknown;      /* "[unknown]" */
@@ -109,14 +110,16 @@ size_t native_pending(const struct native *n);
  * unreadable maps). */
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
 		       size_t errlen);
-/* How long the unwinder should wait before it asks to read pid's mappings
- * again (a pc outside every known mapping): 100 ms, doubled for every read
- * in a row that found nothing new, up to NATIVE_MAPS_BACKOFF_MAX_MS, so a
- * pc that no mapping will ever hold (JIT code freed, a stray return
- * address) does not make the loader reread /proc/PID/maps ten times a
- * second for the life of the process. */
-#define NATIVE_MAPS_BACKOFF_MAX_MS 6400
-uint64_t native_maps_backoff_ns(const struct native *n, int pid);
+/* Does a mapping of pid (as last read) hold pc? */
+bool native_pc_mapped(const struct native *n, int pid, uint64_t pc);
+/* A reread of pid's mappings found none holding pc (a stray return address,
+ * JIT code already freed): how long the unwinder should not ask again for a
+ * pc in that page.  100 ms the first time, doubled each time after, up to
+ * NATIVE_STRAY_BACKOFF_MAX_MS, so such a pc does not make the loader reread
+ * /proc/PID/maps ten times a second for the life of the process, while a
+ * pc in any other page (a library loaded later) still asks at once. */
+#define NATIVE_STRAY_BACKOFF_MAX_MS 6400
+uint64_t native_stray_backoff_ns(struct native *n, int pid, uint64_t pc);
 /* pid exited or exec'ed: its mappings are gone (binaries stay, for names). */
 void native_proc_forget(struct native *n, int pid);
 

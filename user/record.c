@@ -235,12 +235,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		break;
 	case EV_MAPS: { /* it ran code mapped after we looked (dlopen) */
 		const struct pproc *pp = hmap_get(&r->prof.procs, &h->pid, sizeof(h->pid));
+		const struct ev_maps *em = data;
 
-		if (pp && pp->python) {
-			update_native(r, h->pid);
-			sampler_maps_backoff(r->s, h->pid, monotonic_ns() +
-					     native_maps_backoff_ns(&r->nat, h->pid));
-		}
+		if (!pp || !pp->python || size < sizeof(*em))
+			break;
+		update_native(r, h->pid);
+		if (r->prof.nat && !native_pc_mapped(&r->nat, h->pid, em->pc))
+			sampler_stray_pc(r->s, h->pid, em->pc, monotonic_ns() +
+					 native_stray_backoff_ns(&r->nat, h->pid, em->pc));
 		break;
 	}
 	}

@@ -256,9 +256,11 @@ int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native
 				    BPF_ANY);
 }
 
-int sampler_maps_backoff(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
+int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns)
 {
-	return bpf_map__update_elem(s->skel->maps.maps_req, &pid, sizeof(pid), &retry_after_ns,
+	struct stray_key k = { .tgid = pid, .page = pc >> 12 };
+
+	return bpf_map__update_elem(s->skel->maps.stray_pcs, &k, sizeof(k), &retry_after_ns,
 				    sizeof(retry_after_ns), BPF_ANY);
 }
 

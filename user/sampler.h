@@ -38,9 +38,9 @@ const struct native_store *sampler_table_store(struct sampler *s);
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm);
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);
-/* The unwinder asks to reread pid's mappings no sooner than
- * retry_after_ns (CLOCK_MONOTONIC). */
-int sampler_maps_backoff(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
+/* The unwinder asks to reread pid's mappings for a pc in pc's page no sooner
+ * than retry_after_ns (CLOCK_MONOTONIC). */
+int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
 /* Open and attach the perf events: sampling starts. */

@@ -79,7 +79,9 @@ def folded_label(loc, lines=True):
         return f"{name}_[k]"
     if not file:
         return name                      # markers: [truncated], [native incomplete], ...
-    if not (file.endswith(".py") or file.startswith("<")):
+    # a Python frame has a line (a code object's file can be any string,
+    # even a docstring read from a code object freed under the sampler)
+    if not (file.endswith(".py") or file.startswith("<") or (lines and line)):
         return f"{name} ({os.path.basename(file)})"
     return f"{name} ({file}:{line})" if lines else f"{name} ({file})"
 

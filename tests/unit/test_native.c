@@ -3,8 +3,8 @@
  * exactly as unwind_table.c builds them, evicted least recently used first
  * when the cap is reached, reported (and marked for the unwinder) when one
  * alone is larger than the cap, and reclaimed when no process maps their
- * binary any more; rereads of a process's mappings back off while they find
- * nothing new.  The store is in memory (like `dump`'s), so every table
+ * binary any more; a stray pc's page backs off from asking for rereads of
+ * the mappings.  The store is in memory (like `dump`'s), so every table
  * loaded can be checked row by row; the process mapped is this test itself
  * (its executable and libc are real binaries with CFI). */
 #include <errno.h>
@@ -297,33 +297,37 @@ static void test_worker_builds_off_the_calling_thread(void **state)
 	reset_store();
 }
 
-/* A reread of the mappings that finds nothing new doubles the wait before
- * the next one (a pc no mapping will ever hold must not make the loader
- * reread /proc/PID/maps ten times a second); a change starts over. */
-static void test_mapping_rereads_back_off(void **state)
+/* A pc that a reread of the mappings finds in no mapping (a stray return
+ * address) makes its page wait longer each time before the next reread,
+ * up to a cap; a pc in another page still asks at once.  pc_mapped sees
+ * the mappings as last read. */
+static void test_stray_pcs_back_off_per_page(void **state)
 {
 	struct native n;
 	char err[256];
 	long page = sysconf(_SC_PAGESIZE);
+	uint64_t stray = 0x1000;
 	void *code;
 
 	(void)state;
 	reset_store();
 	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
-	assert_int_equal(native_maps_backoff_ns(&n, getpid()), 100 * 1000000ull);
 	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
-	assert_int_equal(native_maps_backoff_ns(&n, getpid()), 100 * 1000000ull);
-	for (uint64_t ms = 200; ms <= 2 * NATIVE_MAPS_BACKOFF_MAX_MS; ms *= 2) {
-		assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
-		assert_int_equal(native_maps_backoff_ns(&n, getpid()),
-				 (ms < NATIVE_MAPS_BACKOFF_MAX_MS ? ms : NATIVE_MAPS_BACKOFF_MAX_MS) *
+	assert_true(native_pc_mapped(&n, getpid(), (uint64_t)(uintptr_t)&native_init));
+	assert_false(native_pc_mapped(&n, getpid(), stray));
+	assert_false(native_pc_mapped(&n, getpid() + 1, (uint64_t)(uintptr_t)&native_init));
+	for (uint64_t ms = 100; ms <= 2 * NATIVE_STRAY_BACKOFF_MAX_MS; ms *= 2)
+		assert_int_equal(native_stray_backoff_ns(&n, getpid(), stray + 8),
+				 (ms < NATIVE_STRAY_BACKOFF_MAX_MS ? ms : NATIVE_STRAY_BACKOFF_MAX_MS) *
 				 1000000ull);
-	}
-	/* new code mapped (as a JIT does): back to the shortest wait */
+	assert_int_equal(native_stray_backoff_ns(&n, getpid(), stray + 0x10000), 100 * 1000000ull);
+	assert_int_equal(native_stray_backoff_ns(&n, getpid() + 1, stray), 100 * 1000000ull);
+	/* code mapped after the last read is seen once the mappings are reread */
 	code = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(code != MAP_FAILED);
+	assert_false(native_pc_mapped(&n, getpid(), (uint64_t)(uintptr_t)code));
 	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
-	assert_int_equal(native_maps_backoff_ns(&n, getpid()), 100 * 1000000ull);
+	assert_true(native_pc_mapped(&n, getpid(), (uint64_t)(uintptr_t)code));
 	munmap(code, (size_t)page);
 	native_free(&n);
 	reset_store();
@@ -337,7 +341,7 @@ int main(void)
 		cmocka_unit_test(test_table_larger_than_the_cap_is_reported),
 		cmocka_unit_test(test_reclaimed_when_no_process_maps_the_binary),
 		cmocka_unit_test(test_worker_builds_off_the_calling_thread),
-		cmocka_unit_test(test_mapping_rereads_back_off),
+		cmocka_unit_test(test_stray_pcs_back_off_per_page),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
