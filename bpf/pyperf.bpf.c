@@ -172,6 +172,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
+#define RINGBUF_WAKE_AT (1 << 20) /* bytes waiting: any new stack wakes the loader */
 
 /* A return address and its unwind row, cached per CPU: the same call sites
  * come back sample after sample (and frame after frame in recursion), and a
@@ -899,9 +900,15 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
-	/* every new stack wakes the loader: it names the code objects while
-	 * they exist (an imported module's code is freed once it has run) */
-	if (!size || bpf_ringbuf_output(&events, s->wire, size, 0)) {
+	/* a new stack with Python frames wakes the loader at once: it names
+	 * the code objects while they exist (an imported module's code is
+	 * freed once it has run); one without (a BLAS or OpenMP worker's)
+	 * waits for the next wakeup or poll (100 ms at most), unless the ring
+	 * is filling up */
+	if (!size || bpf_ringbuf_output(&events, s->wire, size,
+					s->ev.nframes ||
+					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT ?
+					0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return;
 	}
