@@ -141,7 +141,7 @@ static size_t step(struct state *s, const uint8_t *p, size_t n)
 		return m ? i + 2 + m : 0;
 	}
 	if (i)
-		return p[i] == 0x90 ? i + 1 : 0;
+		return i < n && p[i] == 0x90 ? i + 1 : 0;
 	if (p[0] >= 0x40 && p[0] <= 0x4f) {
 		rex = p[0];
 		i = 1;
