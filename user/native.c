@@ -69,6 +69,8 @@ struct jit_sym {
 	char *name;
 };
 
+#define STALE_REREADS 8      /* rereads of a process's mappings for trampolines */
+
 struct nproc {
 	int pid;
 	size_t n;
@@ -76,6 +78,9 @@ struct nproc {
 	struct jit_sym *jit;         /* from /tmp/perf-PID.map, sorted */
 	size_t njit;
 	uint64_t jit_size;           /* bytes of the map file read */
+	bool stale;                  /* a mapping taken for plain JIT code holds perf
+				      * trampolines: read the mappings again */
+	unsigned rereads;            /* for that, at most STALE_REREADS */
 };
 
 struct bin_key {
@@ -927,6 +932,16 @@ static const struct nmap *find_map(const struct nproc *np, uint64_t pc)
 	return lo && pc < np->v[lo - 1].end ? &np->v[lo - 1] : NULL;
 }
 
+bool native_take_stale(struct native *n, int pid)
+{
+	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
+	bool stale = np && np->stale;
+
+	if (stale)
+		np->stale = false;
+	return stale;
+}
+
 bool native_pc_mapped(const struct native *n, int pid, uint64_t pc)
 {
 	const struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
@@ -1004,6 +1019,18 @@ static const struct pyfunc *jit_func(struct native *n, struct nproc *np, uint64_
 	}
 	if (!j)
 		return n->unknown;
+	if (!strncmp(j->name, "py::", 4)) {
+		/* the mappings were read after CPython mapped a trampoline arena
+		 * but before it listed any trampoline in it: the unwinder took it
+		 * for JIT code with frame pointers, which trampolines called from
+		 * code without them are not */
+		const struct nmap *m = find_map(np, pc);
+
+		if (m && !m->trampolines && np->rereads < STALE_REREADS) {
+			np->stale = true;
+			np->rereads++;
+		}
+	}
 	/* keyed by the process's own entry: addresses of JIT code are per process */
 	return intern(n, (struct nbin *)np, NULL, j->start, j->name, "[jit]");
 }

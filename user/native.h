@@ -110,6 +110,9 @@ size_t native_pending(const struct native *n);
  * unreadable maps). */
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
 		       size_t errlen);
+/* Naming a frame showed that pid's mappings must be read again (a perf
+ * trampoline arena read as plain JIT code); clears the flag. */
+bool native_take_stale(struct native *n, int pid);
 /* Does a mapping of pid (as last read) hold pc? */
 bool native_pc_mapped(const struct native *n, int pid, uint64_t pc);
 /* A reread of pid's mappings found none holding pc (a stray return address,

@@ -206,6 +206,8 @@ static int on_event(void *ctx, void *data, size_t size)
 
 		if (ev_stack_unpack(data, size, &ev) == 0) {
 			profile_add_stack(&r->prof, &ev);
+			if (r->prof.nat && native_take_stale(&r->nat, (int)ev.pid))
+				update_native(r, (int)ev.pid);
 			if (r->first_native_ms < 0 && ev.nnative && ev.nframes &&
 			    !(ev.flags & (STACK_NATIVE_INCOMPLETE | STACK_NATIVE_TRUNCATED |
 					  STACK_NATIVE_PENDING)))
