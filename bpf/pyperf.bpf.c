@@ -820,8 +820,14 @@ __noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u3
 	u.hash = s->hash;
 	s->ev.nnative = 0;
 	u.nm = bpf_map_lookup_elem(&native_procs, &tgid);
-	if (!u.nm)
-		return 0;
+	if (!u.nm) {
+		/* the loader has not read this process's mappings (yet): the
+		 * native part is missing, and the stack says so */
+		request_maps(tgid, 0);
+		stat_inc(STAT_NATIVE_INCOMPLETE);
+		stat_inc(STAT_NATIVE_PENDING);
+		return STACK_NATIVE | STACK_NATIVE_INCOMPLETE | STACK_NATIVE_PENDING;
+	}
 	/* whole-word loads: the verifier allows only those on the context */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) { /* interrupted in user mode */
 		u.pc = *(volatile __u64 *)&ctx->regs.ip;

@@ -242,7 +242,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (!pp || !pp->python || size < sizeof(*em))
 			break;
 		update_native(r, h->pid);
-		if (r->prof.nat && !native_pc_mapped(&r->nat, h->pid, em->pc))
+		if (r->prof.nat && em->pc && !native_pc_mapped(&r->nat, h->pid, em->pc))
 			sampler_stray_pc(r->s, h->pid, em->pc, monotonic_ns() +
 					 native_stray_backoff_ns(&r->nat, h->pid, em->pc));
 		break;
