@@ -59,6 +59,20 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Address of the function symbol `name` in `readelf -Ws` output, or 0. */
+static uint64_t func_addr(const char *readelf_ws, const char *name)
+{
+	for (const char *line = readelf_ws; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		char val[32], type[32], sym[64];
+
+		if (sscanf(line, " %*[0-9]: %31s %*s %31s %*s %*s %*s %63s", val, type, sym) == 3 &&
+		    strcmp(type, "FUNC") == 0 && strcmp(sym, name) == 0)
+			return strtoull(val, NULL, 16);
+	}
+	return 0;
+}
+
 /* Build the table of `path`; fails the test on error.  Also checks the fd's
  * offset is left alone and the table's own invariants. */
 static void build_table(const char *path, struct unwind_table *t, double *ms)
@@ -783,6 +797,16 @@ static void write_file(const char *path, const void *data, size_t len)
 	fclose(f);
 }
 
+/* Assemble `src` into `exe` with cc. */
+static void assemble(const char *spath, const char *src, size_t len, const char *exe)
+{
+	char cmd[512];
+
+	write_file(spath, src, len);
+	snprintf(cmd, sizeof(cmd), "cc '%s' -o '%s' 2>&1", spath, exe);
+	run(cmd);
+}
+
 static void *read_whole(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "re");
@@ -988,13 +1012,7 @@ static void check_debug_frame_program(struct tmpdir *d, const char *name, const 
 	free(out);
 	snprintf(cmd, sizeof(cmd), "readelf -Ws '%s'", exe);
 	out = command_output(cmd);
-	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		char val[32], type[32], sym[64];
-
-		if (sscanf(line, " %*[0-9]: %31s %*s %31s %*s %*s %*s %63s", val, type, sym) == 3 &&
-		    strcmp(type, "FUNC") == 0 && strcmp(sym, "main") == 0)
-			main_addr = strtoull(val, NULL, 16);
-	}
+	main_addr = func_addr(out, "main");
 	free(out);
 	if (main_addr == 0)
 		fail_msg("%s: no main in readelf -Ws", exe);
@@ -1077,22 +1095,11 @@ static void test_eh_frame_wins(void **state)
 
 	snprintf(spath, sizeof(spath), "%s/hand.s", d->path);
 	snprintf(exe, sizeof(exe), "%s/hand", d->path);
-	write_file(spath, src, sizeof(src) - 1);
-	snprintf(cmd, sizeof(cmd), "cc '%s' -o '%s' 2>&1", spath, exe);
-	run(cmd);
+	assemble(spath, src, sizeof(src) - 1, exe);
 	snprintf(cmd, sizeof(cmd), "readelf -Ws '%s'", exe);
 	out = command_output(cmd);
-	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		char val[32], type[32], sym[64];
-
-		if (sscanf(line, " %*[0-9]: %31s %*s %31s %*s %*s %*s %63s", val, type, sym) != 3 ||
-		    strcmp(type, "FUNC") != 0)
-			continue;
-		if (strcmp(sym, "main") == 0)
-			main_addr = strtoull(val, NULL, 16);
-		else if (strcmp(sym, "helper") == 0)
-			helper_addr = strtoull(val, NULL, 16);
-	}
+	main_addr = func_addr(out, "main");
+	helper_addr = func_addr(out, "helper");
 	free(out);
 	if (!main_addr || !helper_addr)
 		fail_msg("%s: main or helper missing from readelf -Ws", exe);
@@ -1242,20 +1249,16 @@ static void build_cfa_program(struct tmpdir *d, char *exe, size_t exelen, uint64
 	assert_true(len < cap);
 	snprintf(spath, sizeof(spath), "%s/cfa.s", d->path);
 	snprintf(exe, exelen, "%s/cfa", d->path);
-	write_file(spath, src, len);
+	assemble(spath, src, len, exe);
 	free(src);
-	snprintf(cmd, sizeof(cmd), "cc '%s' -o '%s' 2>&1", spath, exe);
-	run(cmd);
 
 	snprintf(cmd, sizeof(cmd), "readelf -Ws '%s'", exe);
 	out = command_output(cmd);
-	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		char val[32], type[32], sym[64];
-		size_t i;
+	for (size_t i = 0; i < NCASES; i++) {
+		char fn[16];
 
-		if (sscanf(line, " %*[0-9]: %31s %*s %31s %*s %*s %*s %63s", val, type, sym) == 3 &&
-		    strcmp(type, "FUNC") == 0 && sscanf(sym, "cfa%zu", &i) == 1 && i < NCASES)
-			addr[i] = strtoull(val, NULL, 16);
+		snprintf(fn, sizeof(fn), "cfa%zu", i);
+		addr[i] = func_addr(out, fn);
 	}
 	free(out);
 	for (size_t i = 0; i < NCASES; i++)
