@@ -333,6 +333,56 @@ static void test_stray_pcs_back_off_per_page(void **state)
 	reset_store();
 }
 
+static uint32_t table_at(uint64_t pc)
+{
+	for (uint32_t i = 0; i < nm.n; i++)
+		if (pc >= nm.m[i].start && pc < nm.m[i].end)
+			return nm.m[i].table;
+	fail_msg("no mapping holds %#llx", (unsigned long long)pc);
+	return 0;
+}
+
+/* The mappings were read after CPython mapped a -X perf trampoline arena
+ * but before its perf map listed a trampoline there: the arena is plain JIT
+ * code (frame pointers) until a frame named "py::..." in it says to read
+ * the mappings again, which then make it a trampoline arena. */
+static void test_trampoline_arena_read_too_early_is_read_again(void **state)
+{
+	struct native n;
+	char err[256], map[64];
+	long page = sysconf(_SC_PAGESIZE);
+	const struct pyfunc *f;
+	uint8_t *code;
+	FILE *pm;
+
+	(void)state;
+	reset_store();
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)getpid());
+	unlink(map);
+	code = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(table_at((uint64_t)(uintptr_t)code), TABLE_NONE);
+	assert_false(native_take_stale(&n, getpid()));
+	pm = fopen(map, "we");
+	assert_non_null(pm);
+	fprintf(pm, "%llx 20 py::spin:/x.py\n", (unsigned long long)(uintptr_t)code);
+	fclose(pm);
+	f = native_func(&n, getpid(), (uint64_t)(uintptr_t)code + 4, true);
+	assert_string_equal(f->name, "py::spin:/x.py");
+	assert_true(native_take_stale(&n, getpid()));
+	assert_false(native_take_stale(&n, getpid())); /* taken */
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(table_at((uint64_t)(uintptr_t)code), TABLE_TRAMPOLINE);
+	native_func(&n, getpid(), (uint64_t)(uintptr_t)code + 4, true);
+	assert_false(native_take_stale(&n, getpid())); /* known now */
+	unlink(map);
+	munmap(code, (size_t)page);
+	native_free(&n);
+	reset_store();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_reclaimed_when_no_process_maps_the_binary),
 		cmocka_unit_test(test_worker_builds_off_the_calling_thread),
 		cmocka_unit_test(test_stray_pcs_back_off_per_page),
+		cmocka_unit_test(test_trampoline_arena_read_too_early_is_read_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
