@@ -76,7 +76,6 @@ struct recorder {
 	uint64_t start_ns;           /* sampling started (CLOCK_MONOTONIC) */
 	double first_native_ms;      /* first stack with a whole native part; -1: none */
 	double warm_cpu;             /* loader CPU when warmed up; -1: not reached */
-	double warm_s;               /* seconds of sampling after the warm-up */
 	double end_cpu;              /* loader CPU when sampling ended */
 };
 
@@ -519,7 +518,7 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
 		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
 		(unsigned long long)r->nat.st.reclaimed, r->load_s, r->first_native_ms,
-		WARMUP_NS / 1e9, warm, r->warm_s, cpu - r->end_cpu);
+		WARMUP_NS / 1e9, warm, secs - WARMUP_NS / 1e9, cpu - r->end_cpu);
 	fclose(f);
 }
 
@@ -664,7 +663,6 @@ int record_run(const struct record_opts *o)
 
 		r.end_cpu = cpu_seconds(NULL);
 		loop = r.end_cpu - loop_cpu;
-		r.warm_s = secs - WARMUP_NS / 1e9;
 
 		if (o->on_drain) {
 			uint64_t st[STAT_NR];
