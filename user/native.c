@@ -817,11 +817,31 @@ static struct nproc *get_proc(struct native *n, int pid)
 	return np;
 }
 
+/* Does the code at start begin with CPython's perf trampoline?  CPython
+ * writes it before it makes an arena executable, so this holds from the
+ * first look, before the perf map lists any trampoline there. */
+static bool trampoline_code(int pid, uint64_t start)
+{
+	/* 3.12, 3.13: sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
+	static const uint8_t old[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4,
+				       0x08, 0xc3 };
+	/* 3.14 on: endbr64; push %rbp; mov %rsp,%rbp; call *%rcx; pop %rbp; ret */
+	static const uint8_t cet[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff,
+				       0xd1, 0x5d, 0xc3 };
+	uint8_t code[sizeof(cet)];
+
+	return mem_read(pid, start, code, sizeof(code)) == 0 &&
+	       (!memcmp(code, old, sizeof(old)) || !memcmp(code, cet, sizeof(cet)));
+}
+
 /* Is [start, end) an arena of CPython's perf trampolines (-X perf, 3.12+)?
- * They are listed in the perf map as "py::...". */
+ * Its code says so, or the perf map lists "py::..." entries in it. */
 static bool perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 {
 	const struct jit_sym *j;
+
+	if (trampoline_code(np->pid, start))
+		return true;
 
 	read_perf_map(np);
 	j = find_jit(np, start);
