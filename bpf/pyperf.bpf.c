@@ -149,7 +149,10 @@ struct {
 	__type(value, __u64);
 } table_req SEC(".maps");
 
-/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS) */
+/* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS):
+ * soon, as samples in code mapped since are pending until then; stray pcs
+ * back off by page (stray_pcs) */
+#define MAPS_REREAD_NS (20ULL * 1000 * 1000)
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -618,22 +621,25 @@ static __always_inline void request_table(__u32 tgid, __u32 table)
 	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
 }
 
-/* ask the loader to read the process's mappings again, at most every 100 ms,
- * and not for a pc in a page it backs off from */
-static __always_inline void request_maps(__u32 tgid, __u64 pc)
+/* ask the loader to read the process's mappings again, at most every
+ * MAPS_REREAD_NS, and not for a pc in a page it backs off from.  Returns
+ * true for such a page (a stray pc, known not to be mapped): else the pc
+ * may be code mapped since the last read, and the mappings are pending. */
+static __always_inline bool request_maps(__u32 tgid, __u64 pc)
 {
-	__u64 now = bpf_ktime_get_ns(), next = now + 100ULL * 1000 * 1000, *t;
+	__u64 now = bpf_ktime_get_ns(), next = now + MAPS_REREAD_NS, *t;
 	struct stray_key k = { .tgid = tgid, .page = pc >> 12 };
 	struct ev_maps ev = { .kind = EV_MAPS, .pid = tgid, .pc = pc };
 
 	t = bpf_map_lookup_elem(&stray_pcs, &k);
 	if (t && now < *t)
-		return;
+		return true;
 	t = bpf_map_lookup_elem(&maps_req, &tgid);
 	if (t && now < *t)
-		return;
+		return false;
 	bpf_map_update_elem(&maps_req, &tgid, &next, BPF_ANY);
 	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	return false;
 }
 
 static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc)
@@ -694,9 +700,12 @@ static long native_step(__u32 i, struct native_walk *u)
 		idx = find_mapping(u->s, u->nm, pc);
 		VSTORE(u->s->last, idx);
 		if (!idx) {
+			/* code mapped after the loader last looked (dlopen, a new
+			 * JIT or trampoline arena) is pending until it looks again;
+			 * a pc it found unmapped is a stray: the stack is cut */
 			native_push(u, n, pc);
-			VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
-			request_maps(u->tgid, pc);
+			VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE |
+					     (request_maps(u->tgid, pc) ? 0 : STACK_NATIVE_PENDING));
 			return 1;
 		}
 		m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
