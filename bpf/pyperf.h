@@ -282,10 +282,12 @@ struct unwind_row {
 #define UNWIND_NO_TABLE 0xffffffffu   /* header nrows: no rows (did not fit, unreadable) */
 
 /* native_mapping.table: 0 no table (code without a file, JIT: frame
- * pointers); TABLE_TRAMPOLINE CPython's perf trampolines (a fixed one-row
- * table); else slot | tag << 16 of the binary's table. */
+ * pointers); TABLE_TRAMPOLINE and TABLE_TRAMPOLINE_FP CPython's perf
+ * trampolines (fixed one-row tables: 3.12/3.13's keep rbp, 3.14's push it);
+ * else slot | tag << 16 of the binary's table. */
 #define TABLE_NONE 0u
 #define TABLE_TRAMPOLINE 1u
+#define TABLE_TRAMPOLINE_FP 3u
 #define TABLE_SLOT(t) ((t) & (PYPERF_MAX_TABLES - 1))
 
 /* One executable mapping of a process, for the unwinder. */

@@ -28,7 +28,7 @@
 
 #define MAX_SEGS 16
 #define TABLE_UNAVAILABLE 2u /* reserved: a shared "no table" (all slots busy) */
-#define FIRST_SLOT 3u
+#define FIRST_SLOT 4u        /* after TABLE_TRAMPOLINE_FP */
 
 enum table_state {
 	T_IDLE,      /* not built, or evicted: built when a sample asks */
@@ -61,7 +61,8 @@ struct nbin {
 struct nmap {
 	uint64_t start, end, bias;
 	struct nbin *bin;            /* NULL: anonymous code */
-	bool trampolines;            /* CPython's perf trampolines (bin NULL) */
+	uint32_t trampolines;        /* CPython's perf trampolines (bin NULL): their
+				      * fixed table, else 0 */
 };
 
 struct jit_sym {
@@ -364,6 +365,29 @@ static int install_marker(struct native *n, uint32_t table, uint32_t nrows)
 	return 0;
 }
 
+/* A one-row table: CFA rsp + 16, rbp as rbp_kind/rbp_off8 say. */
+static int install_fixed(struct native *n, uint32_t table, unsigned rbp_kind, int rbp_off8)
+{
+	struct unwind_row t[2];
+	long h;
+
+	memset(t, 0, sizeof(t));
+	t[0].pc = table;
+	t[0].nrows = 1;
+	t[1].cfa_kind = CFA_RSP;
+	t[1].cfa_off = 16;
+	t[1].rbp_kind = rbp_kind;
+	t[1].rbp_off8 = rbp_off8;
+	h = n->store->create(n->store->ctx, t, 2);
+	if (h < 0)
+		return -1;
+	if (n->store->install(n->store->ctx, TABLE_SLOT(table), h)) {
+		n->store->discard(n->store->ctx, h);
+		return -1;
+	}
+	return 0;
+}
+
 static void unload(struct native *n, struct nbin *b)
 {
 	if (b->tstate == T_LOADED || b->tstate == T_FAILED) {
@@ -592,9 +616,6 @@ static void bin_unref(struct native *n, struct nbin *b)
 int native_init(struct native *n, const struct native_store *store, uint64_t cap,
 		bool threaded)
 {
-	struct unwind_row tramp[2];
-	long h;
-
 	memset(n, 0, sizeof(*n));
 	elf_version(EV_CURRENT); /* read_segments uses libelf before anyone else may */
 	n->t0 = now_ns();
@@ -603,16 +624,12 @@ int native_init(struct native *n, const struct native_store *store, uint64_t cap
 		return 0;
 	n->store = store;
 	n->cap = cap;
-	/* each trampoline is "sub $8,%rsp; call *%rcx; add $8,%rsp; ret": one
-	 * rule, at every return address, for the arena */
-	memset(tramp, 0, sizeof(tramp));
-	tramp[0].pc = TABLE_TRAMPOLINE;
-	tramp[0].nrows = 1;
-	tramp[1].cfa_kind = CFA_RSP;
-	tramp[1].cfa_off = 16;
-	tramp[1].rbp_kind = RBP_SAME;
-	h = store->create(store->ctx, tramp, 2);
-	if (h < 0 || store->install(store->ctx, TABLE_SLOT(TABLE_TRAMPOLINE), h) ||
+	/* at every return address in an arena (3.12/3.13: "sub $8,%rsp; call
+	 * *%rcx; add $8,%rsp; ret"; 3.14 on: "push %rbp; mov %rsp,%rbp; call
+	 * *%rcx; pop %rbp; ret") the CFA is rsp + 16, and 3.14's saved rbp lies
+	 * below the return address: one rule per arena */
+	if (install_fixed(n, TABLE_TRAMPOLINE, RBP_SAME, 0) ||
+	    install_fixed(n, TABLE_TRAMPOLINE_FP, RBP_AT_CFA, -2) ||
 	    install_marker(n, TABLE_UNAVAILABLE, UNWIND_NO_TABLE))
 		return -1;
 	if (threaded) {
@@ -817,10 +834,11 @@ static struct nproc *get_proc(struct native *n, int pid)
 	return np;
 }
 
-/* Does the code at start begin with CPython's perf trampoline?  CPython
- * writes it before it makes an arena executable, so this holds from the
- * first look, before the perf map lists any trampoline there. */
-static bool trampoline_code(int pid, uint64_t start)
+/* Which fixed table fits the code at addr, if it is CPython's perf
+ * trampoline (0 if not)?  CPython writes the trampolines before it makes an
+ * arena executable, so this holds from the first look, before the perf map
+ * lists any trampoline there. */
+static uint32_t trampoline_code(int pid, uint64_t addr)
 {
 	/* 3.12, 3.13: sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
 	static const uint8_t old[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4,
@@ -830,25 +848,32 @@ static bool trampoline_code(int pid, uint64_t start)
 				       0xd1, 0x5d, 0xc3 };
 	uint8_t code[sizeof(cet)];
 
-	return mem_read(pid, start, code, sizeof(code)) == 0 &&
-	       (!memcmp(code, old, sizeof(old)) || !memcmp(code, cet, sizeof(cet)));
+	if (mem_read(pid, addr, code, sizeof(code)))
+		return 0;
+	return !memcmp(code, old, sizeof(old))	 ? TABLE_TRAMPOLINE
+	       : !memcmp(code, cet, sizeof(cet)) ? TABLE_TRAMPOLINE_FP
+						 : 0;
 }
 
 /* Is [start, end) an arena of CPython's perf trampolines (-X perf, 3.12+)?
- * Its code says so, or the perf map lists "py::..." entries in it. */
-static bool perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
+ * Its code says so, or the perf map lists "py::..." entries in it.  Returns
+ * the arena's fixed table, 0 if it is not one. */
+static uint32_t perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 {
 	const struct jit_sym *j;
+	uint32_t t = trampoline_code(np->pid, start);
 
-	if (trampoline_code(np->pid, start))
-		return true;
-
+	if (t)
+		return t;
 	read_perf_map(np);
 	j = find_jit(np, start);
 	for (size_t i = j ? (size_t)(j - np->jit) : 0; i < np->njit && np->jit[i].start < end; i++)
-		if (np->jit[i].start >= start && !strncmp(np->jit[i].name, "py::", 4))
-			return true;
-	return false;
+		if (np->jit[i].start >= start && !strncmp(np->jit[i].name, "py::", 4)) {
+			/* not the code we know: the older rule, which keeps rbp */
+			t = trampoline_code(np->pid, np->jit[i].start);
+			return t ? t : TABLE_TRAMPOLINE;
+		}
+	return 0;
 }
 
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
@@ -881,10 +906,10 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 			continue;
 		if (!m->path) {
 			nm.bin = NULL; /* JIT code: frame pointers, unless... */
-			if (n->store && perf_trampolines(np, m->start, m->end)) {
+			if (n->store)
+				nm.trampolines = perf_trampolines(np, m->start, m->end);
+			if (nm.trampolines)
 				nm.bias = m->start;
-				nm.trampolines = true;
-			}
 		} else if (!strcmp(m->path, "[vdso]")) {
 			nm.bin = vdso_bin(n);
 			if (!nm.bin || !mapping_bias(nm.bin, m, &nm.bias))
@@ -910,7 +935,7 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 	release(n, np);
 	for (size_t i = 0; i < k; i++) {
 		uint32_t table = v[i].bin ? v[i].bin->table
-			       : v[i].trampolines ? TABLE_TRAMPOLINE : TABLE_NONE;
+			       : v[i].trampolines ? v[i].trampolines : TABLE_NONE;
 
 		if (i >= PYPERF_MAX_MAPPINGS) {
 			n->st.mappings_dropped++;

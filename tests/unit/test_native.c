@@ -159,10 +159,10 @@ static void test_built_on_request_only_and_loaded_whole(void **state)
 	(void)state;
 	reset_store();
 	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
-	assert_int_equal(ms.installs, 2); /* the trampoline table and the "none" marker */
+	assert_int_equal(ms.installs, 3); /* two trampoline tables and the "none" marker */
 	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
 	assert_int_equal(n.st.built, 0);  /* mapping a binary builds nothing */
-	assert_int_equal(ms.installs, 2);
+	assert_int_equal(ms.installs, 3);
 	t = table_of(&nm, "libc.so", libc, sizeof(libc));
 	assert_true(TABLE_SLOT(t) >= 3);
 	native_table_request(&n, t);
@@ -383,6 +383,59 @@ static void test_trampoline_arena_read_too_early_is_read_again(void **state)
 	reset_store();
 }
 
+/* Both kinds of trampoline arena are known by their code from the first
+ * read, each with its fixed rule: 3.12/3.13's keeps rbp, 3.14's ("push
+ * %rbp; mov %rsp,%rbp") finds the caller's rbp just below the return
+ * address. */
+static void test_trampoline_arenas_get_the_rule_of_their_code(void **state)
+{
+	static const uint8_t old[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4,
+				       0x08, 0xc3 };
+	static const uint8_t cet[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff,
+				       0xd1, 0x5d, 0xc3 };
+	long page = sysconf(_SC_PAGESIZE);
+	struct native n;
+	char err[256];
+	uint8_t *code;
+	const struct unwind_row *t;
+
+	(void)state;
+	reset_store();
+	code = mmap(NULL, 3 * (size_t)page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	memcpy(code, old, sizeof(old));
+	memcpy(code + page, cet, sizeof(cet));
+	memcpy(code + 2 * page, cet, sizeof(cet) - 1); /* not quite */
+	code[2 * page + sizeof(cet) - 1] = 0x90;
+	/* separate mappings: executable, then not, then executable again */
+	assert_int_equal(mprotect(code, (size_t)page, PROT_READ | PROT_EXEC), 0);
+	assert_int_equal(mprotect(code + page, (size_t)page, PROT_READ | PROT_EXEC | PROT_WRITE),
+			 0);
+	assert_int_equal(mprotect(code + 2 * page, (size_t)page, PROT_READ | PROT_EXEC), 0);
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_int_equal(table_at((uint64_t)(uintptr_t)code), TABLE_TRAMPOLINE);
+	assert_int_equal(table_at((uint64_t)(uintptr_t)code + page), TABLE_TRAMPOLINE_FP);
+	assert_int_equal(table_at((uint64_t)(uintptr_t)code + 2 * page), TABLE_NONE);
+	t = ms.slot[TABLE_SLOT(TABLE_TRAMPOLINE)];
+	assert_non_null(t);
+	assert_int_equal(t[0].nrows, 1);
+	assert_int_equal(t[1].cfa_kind, CFA_RSP);
+	assert_int_equal(t[1].cfa_off, 16);
+	assert_int_equal(t[1].rbp_kind, RBP_SAME);
+	t = ms.slot[TABLE_SLOT(TABLE_TRAMPOLINE_FP)];
+	assert_non_null(t);
+	assert_int_equal(t[0].pc, TABLE_TRAMPOLINE_FP);
+	assert_int_equal(t[1].cfa_kind, CFA_RSP);
+	assert_int_equal(t[1].cfa_off, 16);
+	assert_int_equal(t[1].rbp_kind, RBP_AT_CFA);
+	assert_int_equal(t[1].rbp_off8, -2);
+	munmap(code, 3 * (size_t)page);
+	native_free(&n);
+	reset_store();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -393,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_worker_builds_off_the_calling_thread),
 		cmocka_unit_test(test_stray_pcs_back_off_per_page),
 		cmocka_unit_test(test_trampoline_arena_read_too_early_is_read_again),
+		cmocka_unit_test(test_trampoline_arenas_get_the_rule_of_their_code),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
