@@ -141,6 +141,9 @@ def test_dir_sink_sigterm_flush_and_totals(tmp_path):
     w = workload(tmp_path, 30, env={"PYPERF_SERVICE": "billing-api"})
     try:
         assert d.wait_log("stats:", timeout=30, count=3), d.text()
+        # half an interval on: the SIGTERM flush then holds ~100 samples,
+        # not the few that a stop right after an interval's end would
+        time.sleep(1)
         rc, err = d.stop()
         assert rc == 0, err + d.text()
     finally:
