@@ -591,15 +591,30 @@ static long row_step(__u32 i, struct search *q)
 	return 0;
 }
 
-/* the row covering pc (an ELF address) in a table's rows [1, 1 + nrows) */
+/* the row covering pc (an ELF address) in a table's rows [1, 1 + nrows):
+ * only among the rows of its page when the table's page index covers it
+ * (bpf/pyperf.h) */
 static __always_inline const struct unwind_row *find_row(struct scratch *s, void *rows,
 							 __u32 nrows, __u32 pc)
 {
 	struct search q = { .s = s, .base = rows, .pc = pc };
-	__u32 mid;
+	const struct unwind_row *meta, *e0, *e1;
+	__u32 mid, k = 0, lo = 1, hi = 1 + nrows;
 
-	VSTORE(s->lo, 1);
-	VSTORE(s->hi, 1 + nrows);
+	mid = 1 + nrows;
+	meta = bpf_map_lookup_elem(rows, &mid);
+	if (meta && unwind_index_page(meta, pc, &k)) {
+		mid = unwind_index_elem(nrows, k);
+		e0 = bpf_map_lookup_elem(rows, &mid);
+		mid = unwind_index_elem(nrows, k + 1);
+		e1 = bpf_map_lookup_elem(rows, &mid);
+		if (e0 && e1) {
+			lo = ((const __u32 *)e0)[k & 1] + 1;
+			hi = ((const __u32 *)e1)[(k + 1) & 1] + 1;
+		}
+	}
+	VSTORE(s->lo, lo);
+	VSTORE(s->hi, hi);
 	bpf_loop(27, row_step, &q, 0); /* 2^27 rows at most */
 	mid = VLOAD(s->lo);
 	if (mid <= 1)
@@ -1017,7 +1032,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.tid = tid;
 	key.gen = p->gen;
 	key.kstack = -1;
-	if (kernel_stacks) /* fails (no stack) for samples taken in user mode */
+	/* a sample taken in user mode has no kernel stack: not asked for */
+	if (kernel_stacks && (*(volatile __u64 *)&ctx->regs.cs & 3) != 3)
 		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
 	key.hash = s->ev.hash;
 	count_stack(&w, &key, idx);

@@ -285,18 +285,16 @@ static void run_job(const struct native_store *store, uint64_t cap, struct nativ
 	j->handle = -1;
 	if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 &&
 	    prologue_fill_gaps(j->fd, &t) >= 0 && t.n < (1u << 26)) {
+		size_t len = 0;
+
 		j->nrows = t.n;
-		j->bytes = table_bytes(t.n + 1);
-		if (j->bytes > cap) {
+		v = unwind_table_layout(&t, j->table, &len);
+		j->bytes = table_bytes(len);
+		if (v && j->bytes > cap)
 			j->too_big = true;
-		} else if ((v = malloc((t.n + 1) * sizeof(*v)))) {
-			memset(v, 0, sizeof(*v));
-			v[0].pc = j->table;
-			v[0].nrows = (uint32_t)t.n;
-			memcpy(v + 1, t.rows, t.n * sizeof(*v));
-			j->handle = store->create(store->ctx, v, t.n + 1);
-			free(v);
-		}
+		else if (v)
+			j->handle = store->create(store->ctx, v, len);
+		free(v);
 	}
 	unwind_table_free(&t);
 	j->build_ns = now_ns() - t0;
@@ -368,7 +366,7 @@ static int install_marker(struct native *n, uint32_t table, uint32_t nrows)
 /* A one-row table: CFA rsp + 16, rbp as rbp_kind/rbp_off8 say. */
 static int install_fixed(struct native *n, uint32_t table, unsigned rbp_kind, int rbp_off8)
 {
-	struct unwind_row t[2];
+	struct unwind_row t[3]; /* header, the row, an empty page index */
 	long h;
 
 	memset(t, 0, sizeof(t));
@@ -378,7 +376,7 @@ static int install_fixed(struct native *n, uint32_t table, unsigned rbp_kind, in
 	t[1].cfa_off = 16;
 	t[1].rbp_kind = rbp_kind;
 	t[1].rbp_off8 = rbp_off8;
-	h = n->store->create(n->store->ctx, t, 2);
+	h = n->store->create(n->store->ctx, t, 3);
 	if (h < 0)
 		return -1;
 	if (n->store->install(n->store->ctx, TABLE_SLOT(table), h)) {

@@ -4,6 +4,7 @@
  * is only because user space can read any amount at once. */
 #include "pywalk.h"
 #include "pyread.h"
+#include "unwind_table.h"
 
 #include <string.h>
 
@@ -141,22 +142,6 @@ static const struct native_mapping *find_mapping(const struct native_maps *nm, u
 	return lo && pc < nm->m[lo - 1].end ? &nm->m[lo - 1] : NULL;
 }
 
-/* the row covering pc in a table (header first) */
-static const struct unwind_row *find_row(const struct unwind_row *t, uint32_t pc)
-{
-	uint32_t lo = 1, hi = 1 + t[0].nrows;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t[mid].pc <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == 1 ? NULL : &t[lo - 1];
-}
-
 /* the caller's pc, sp and bp from the row for this frame; false: stop */
 static bool step(int pid, const struct unwind_row *r, uint64_t pc, bool leaf,
 		 struct pywalk_regs *g, bool *end)
@@ -240,7 +225,7 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn ta
 			g.sp = cfa;
 			continue;
 		}
-		r = find_row(t, (uint32_t)(look - m->bias));
+		r = unwind_layout_find(t, (uint32_t)(look - m->bias));
 		if (!r || !step(pid, r, g.pc, n == 1, &g, &end)) {
 			if (end)
 				break;

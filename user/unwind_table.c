@@ -1558,3 +1558,75 @@ long unwind_table_find(const struct unwind_table *t, uint64_t pc)
 	}
 	return (long)lo;
 }
+
+/* Index entry k of a laid-out table v (see bpf/pyperf.h). */
+static uint32_t index_entry(const struct unwind_row *v, uint32_t nrows, uint32_t k)
+{
+	uint32_t e[2];
+
+	memcpy(e, &v[unwind_index_elem(nrows, k)], sizeof(e));
+	return e[k & 1];
+}
+
+struct unwind_row *unwind_table_layout(const struct unwind_table *t, uint32_t id, size_t *len)
+{
+	uint32_t nrows = (uint32_t)t->n, shift = UNWIND_INDEX_SHIFT_MIN, base = 0, npages = 0;
+	size_t n = 1 + t->n, r = 0;
+	struct unwind_row *v;
+	uint32_t *e;
+
+	if (t->n) {
+		/* pages of 4 KiB, or larger until the index is at most half the
+		 * size of the rows (sparse tables) */
+		uint32_t lo = t->rows[0].pc, hi = t->rows[t->n - 1].pc;
+
+		while ((((uint64_t)hi - (lo & ~((1ull << shift) - 1))) >> shift) + 1 >
+			       (t->n > 64 ? t->n : 64) ||
+		       (((uint64_t)hi - lo) >> shift) + 1 >= UNWIND_INDEX_PAGES_MAX)
+			shift++;
+		base = lo & (uint32_t)~((1ull << shift) - 1);
+		npages = (uint32_t)(((uint64_t)hi - base) >> shift) + 1;
+		n += 1 + (npages + 2) / 2; /* meta, then npages + 1 entries */
+	}
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return NULL;
+	v[0].pc = id;
+	v[0].nrows = nrows;
+	if (t->n)
+		memcpy(v + 1, t->rows, t->n * sizeof(*v));
+	*len = n;
+	if (!t->n)
+		return v;
+	v[1 + nrows].pc = base;
+	v[1 + nrows].nrows = npages | shift << 24;
+	e = (uint32_t *)(void *)&v[2 + nrows];
+	for (uint32_t k = 0; k <= npages; k++) {
+		uint64_t page = (uint64_t)base + ((uint64_t)k << shift);
+
+		while (r < t->n && t->rows[r].pc < page)
+			r++;
+		e[k] = (uint32_t)r;
+	}
+	return v;
+}
+
+const struct unwind_row *unwind_layout_find(const struct unwind_row *v, uint32_t pc)
+{
+	uint32_t nrows = v[0].nrows, lo = 1, hi = 1 + nrows, k;
+
+	if (unwind_index_page(&v[1 + nrows], pc, &k)) {
+		lo = index_entry(v, nrows, k) + 1;
+		hi = index_entry(v, nrows, k + 1) + 1;
+	}
+	/* rows [1, lo) lie at or below pc, rows [hi, 1 + nrows) above it */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 1 ? NULL : &v[lo - 1];
+}

@@ -73,4 +73,14 @@ void unwind_table_free(struct unwind_table *t);
  * BPF program's binary search. */
 long unwind_table_find(const struct unwind_table *t, uint64_t pc);
 
+/* The table as the BPF program reads it (bpf/pyperf.h): a header with the
+ * table's id and row count, the rows, then the page index.  Returns a
+ * malloc'ed array and its length in *len, or NULL on memory exhaustion. */
+struct unwind_row *unwind_table_layout(const struct unwind_table *t, uint32_t id, size_t *len);
+
+/* The row covering pc in such a laid-out table with at least one row,
+ * through its page index (NULL: none).  What the BPF program's search
+ * finds. */
+const struct unwind_row *unwind_layout_find(const struct unwind_row *v, uint32_t pc);
+
 #endif

@@ -718,6 +718,74 @@ static void test_libtorch_cpu(void **state)
 	check_optional(LIBTORCH_CPU);
 }
 
+/* A laid-out table's page-index lookup finds the row the plain search
+ * finds: at every row's pc, the byte before it, the byte after it, at page
+ * edges and below/above the table. */
+static void check_layout(const struct unwind_table *t)
+{
+	size_t len = 0;
+	struct unwind_row *v = unwind_table_layout(t, 0x1234, &len);
+	uint32_t shift, npages;
+
+	assert_non_null(v);
+	assert_int_equal(v[0].pc, 0x1234);
+	assert_int_equal(v[0].nrows, t->n);
+	assert_memory_equal(v + 1, t->rows, t->n * sizeof(*v));
+	shift = v[1 + t->n].nrows >> 24;
+	npages = v[1 + t->n].nrows & UNWIND_INDEX_PAGES_MAX;
+	assert_true(shift >= UNWIND_INDEX_SHIFT_MIN);
+	assert_true(npages <= (t->n > 64 ? t->n : 64)); /* at most half the rows' bytes */
+	assert_int_equal(len, 2 + t->n + (npages + 2) / 2);
+	for (size_t i = 0; i < t->n; i++) {
+		uint32_t pcs[5] = { t->rows[i].pc, t->rows[i].pc - 1, t->rows[i].pc + 1,
+				    t->rows[i].pc & ~((1u << shift) - 1),
+				    t->rows[i].pc | ((1u << shift) - 1) };
+
+		for (int j = 0; j < 5; j++) {
+			long want = unwind_table_find(t, pcs[j]);
+			const struct unwind_row *got = unwind_layout_find(v, pcs[j]);
+
+			if (want < 0 ? got != NULL : got != &v[1 + want])
+				fail_msg("pc %#x: row %ld, index lookup gave %ld", pcs[j], want,
+					 got ? (long)(got - v) - 1 : -1L);
+		}
+	}
+	assert_null(unwind_layout_find(v, 0));
+	assert_true(unwind_layout_find(v, UINT32_MAX) == &v[t->n]);
+	free(v);
+}
+
+static void test_page_index(void **state)
+{
+	struct unwind_table t = { 0 };
+	struct unwind_row sparse[200];
+
+	(void)state;
+	require_file(LIBC);
+	build_table(LIBC, &t, NULL);
+	check_layout(&t);
+	unwind_table_free(&t);
+	if (access(LIBTORCH_CPU, R_OK) == 0) {
+		build_table(LIBTORCH_CPU, &t, NULL);
+		check_layout(&t);
+		unwind_table_free(&t);
+	} else {
+		print_message("page index: %s not installed, libc only\n", LIBTORCH_CPU);
+	}
+	/* sparse: rows spread over 3 GiB, so the pages grow past 4 KiB */
+	memset(sparse, 0, sizeof(sparse));
+	for (uint32_t i = 0; i < 200; i++) {
+		sparse[i].pc = 0x1000 + i * 0xf00000u + (i % 3) * 7;
+		sparse[i].cfa_kind = i % 2 ? CFA_RSP : CFA_NONE;
+		sparse[i].cfa_off = 8 + i;
+	}
+	t.rows = sparse;
+	t.n = 200;
+	check_layout(&t);
+	t.n = 1;
+	check_layout(&t);
+}
+
 /* The PLT stubs of libz are CFA_PLT rows, and the table has the documented
  * shape for them (PLT0 pushes, then the expression). */
 static void test_plt_rows(void **state)
@@ -1356,6 +1424,7 @@ int main(void)
 		cmocka_unit_test(test_libz),
 		cmocka_unit_test(test_libtorch_cpu),
 		cmocka_unit_test(test_plt_rows),
+		cmocka_unit_test(test_page_index),
 		cmocka_unit_test_setup_teardown(test_not_elf, tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_not_x86_64, tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, tmpdir_setup, tmpdir_teardown),
