@@ -34,8 +34,9 @@ def _candidates():
 def _describe(path):
     try:
         out = subprocess.run(
-            [path, "-c", "import sys, platform; print(platform.python_implementation(), "
-             "sys.version_info[0], sys.version_info[1])"],
+            # also Python 2's syntax: its print would show a tuple
+            [path, "-c", "import sys, platform; sys.stdout.write('%s %d %d' % ("
+             "platform.python_implementation(), sys.version_info[0], sys.version_info[1]))"],
             capture_output=True, text=True, timeout=30).stdout.split()
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -44,5 +44,6 @@ def test_313_plus_uses_debug_offsets(python, tmp_path):
 
 
 def test_some_313_plus_interpreter_present():
-    if not THIRTEEN_PLUS:
-        pytest.skip("no CPython 3.13+ on this machine: _Py_DebugOffsets path untested end to end")
+    """The _Py_DebugOffsets path needs a 3.13+ interpreter to be tested end to
+    end; scripts/setup --test-deps installs 3.14 and 3.15."""
+    assert THIRTEEN_PLUS, "no CPython 3.13+ found: run scripts/setup --test-deps"

@@ -129,5 +129,6 @@ def test_top_native_lists_native_functions(tmp_path):
     assert plain.returncode == 0 and native.returncode == 0, plain.stderr + native.stderr
     def files(out):
         return {m.group(1) for line in table_rows(out) for m in [re.search(r"\((\S+?)\)$", line)] if m}
+    assert files(plain.stdout), plain.stdout
     assert all(f.endswith(".py") or f.startswith("<") for f in files(plain.stdout)), files(plain.stdout)
     assert any(not (f.endswith(".py") or f.startswith("<")) for f in files(native.stdout)), native.stdout
