@@ -16,7 +16,11 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall 
 
 USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS)) $(BUILD)/user/profile.pb-c.o
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+# the unit tests run built with AddressSanitizer and UBSan, on their own
+# copies of the objects: an overread or undefined behaviour fails them
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/san/%,$(USER_OBJS))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/%,$(wildcard tests/unit/test_*.c))
 UNIT_TOOLS := $(BUILD)/tests/linetable_check $(BUILD)/tests/debug_offsets_check
 
 .PHONY: all clean test unit e2e bench install deps
@@ -48,9 +52,17 @@ $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.sk
 pyperf-bpf: $(BUILD)/user/main.o $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(USER_OBJS)
+$(BUILD)/san/user/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) $(SAN_CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(BUILD)/san/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/san/tests/%: tests/unit/%.c $(SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
 $(BUILD)/tests/linetable_check: tests/unit/linetable_check.c $(BUILD)/user/linetable.o
 	@mkdir -p $(dir $@)

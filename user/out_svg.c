@@ -260,7 +260,8 @@ static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigne
 
 static void sort_tree(struct node *n)
 {
-	qsort(n->kids, n->nkids, sizeof(*n->kids), cmp_node);
+	if (n->nkids) /* a leaf has no kids array: qsort wants one */
+		qsort(n->kids, n->nkids, sizeof(*n->kids), cmp_node);
 	for (size_t i = 0; i < n->nkids; i++)
 		sort_tree(n->kids[i]);
 }

@@ -124,8 +124,9 @@ void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
 			return;
 		}
 	}
-	memcpy(name, comm, PYPERF_COMM_LEN);
-	name[PYPERF_COMM_LEN] = 0;
+	/* comm: the kernel's fixed-size name, NUL-padded, or a shorter string */
+	memset(name, 0, PYPERF_COMM_LEN + 1);
+	memcpy(name, comm, strnlen(comm, PYPERF_COMM_LEN));
 }
 
 /* nraw Python frames in raw; nnat native ones in nat */
