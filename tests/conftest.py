@@ -74,6 +74,18 @@ def run_pyperf(args, timeout=120, **kw):
                           timeout=timeout, **kw)
 
 
+def record_workload(python, tmp_path, script, *args, hz=999, also=(), extra=(), pyflags=()):
+    """Record `python [pyflags] workloads/script args` to tmp_path/p.folded and
+    one more file per suffix in `also` (p.svg, p.pb.gz, ...); returns (folded
+    stacks, [those paths], the finished run).  The run must succeed."""
+    folded = tmp_path / "p.folded"
+    outs = [tmp_path / f"p{suffix}" for suffix in also]
+    r = run_pyperf(["-F", str(hz), "-o", str(folded)] + [a for o in outs for a in ("-o", str(o))] +
+                   list(extra) + ["--", python, *pyflags, os.path.join(WORKLOADS, script), *args])
+    assert r.returncode == 0, r.stderr
+    return parse_folded(folded.read_text()), outs, r
+
+
 def parse_folded(text):
     """[(frames root-first, count)] from folded text."""
     stacks = []

@@ -2,7 +2,6 @@
 temporary one) left behind."""
 import os
 import subprocess
-import sys
 
 import pytest
 

@@ -16,54 +16,14 @@ import urllib.parse
 import pytest
 
 from conftest import PYPERF, ROOT, SUPPORTED, WORKLOADS, run_pyperf
+from pprofread import pprof_raw, pprof_total
 
-PPROF = os.path.join(ROOT, "build", "tools", "pprof")
 STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
 
 
 def python():
     assert SUPPORTED, "no supported CPython"
     return SUPPORTED[-1][0]
-
-
-def pprof_raw(path):
-    """[(count, [function names, leaf first], {label: value})] of a pprof
-    file, as Google's pprof decodes it (`pprof -raw`)."""
-    if not os.access(PPROF, os.X_OK):
-        pytest.fail(f"{PPROF} is missing: `make test` builds it from Debian's "
-                    "golang-github-google-pprof-dev (scripts/setup --test-deps)")
-    r = subprocess.run([PPROF, "-raw", path], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, f"pprof cannot read {path}: {r.stderr}"
-    samples, locs, section, cur = [], {}, None, None
-    for line in r.stdout.splitlines():
-        if line.startswith("Samples:"):
-            section = "samples"
-            continue
-        if line.startswith("Locations"):
-            section = "locations"
-            continue
-        if line.startswith("Mappings"):
-            section = None
-            continue
-        if section == "samples":
-            m = re.match(r"^\s+(\d+)\s+\d+: ([\d ]*)$", line)
-            if m:
-                cur = [int(m.group(1)), [int(x) for x in m.group(2).split()], {}]
-                samples.append(cur)
-            elif cur and line.strip() and ":" in line:
-                for k, v in re.findall(r"(\w+):\[([^\]]*)\]", line):
-                    cur[2][k] = v
-        elif section == "locations":
-            # "  5: 0x0 NAME FILE:LINE s=START", or "... FILE:LINE s=START(NAME)"
-            # when pprof leaves the name out of its column (e.g. "<module>")
-            m = re.match(r"^\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(\S*) .*?s=\d+(?:\((.*)\))?$", line)
-            if m:
-                locs[int(m.group(1))] = m.group(2) or m.group(3)
-    return [(c, [locs.get(i, "?") for i in ids], labels) for c, ids, labels in samples]
-
-
-def pprof_total(path):
-    return sum(c for c, _, _ in pprof_raw(path))
 
 
 class Receiver:

@@ -8,15 +8,13 @@ import re
 import pytest
 
 from conftest import (PENDING, SUPPORTED, WORKLOADS, all_names, count_pending, func_name,
-                      is_kernel, is_native, is_python, names, parse_folded, run_pyperf, supported_pythons)
+                      is_kernel, is_native, is_python, names, parse_folded, record_workload, run_pyperf,
+                      supported_pythons)
 
 
 def record(python, tmp_path, script, *args, extra=(), pyflags=()):
-    out = tmp_path / "n.folded"
-    r = run_pyperf(["-F", "999", "-o", str(out), *extra, "--", python, *pyflags,
-                    os.path.join(WORKLOADS, script), *args])
-    assert r.returncode == 0, r.stderr
-    return parse_folded(out.read_text()), r
+    stacks, _, r = record_workload(python, tmp_path, script, *args, extra=extra, pyflags=pyflags)
+    return stacks, r
 
 
 def binary(frame):

@@ -7,68 +7,8 @@ import os
 import re
 import subprocess
 
-import pytest
-
-from conftest import ROOT, SUPPORTED, WORKLOADS, parse_folded, run_pyperf, supported_pythons
-
-PPROF = os.path.join(ROOT, "build", "tools", "pprof")
-
-
-def pprof(*args):
-    if not os.access(PPROF, os.X_OK):
-        pytest.fail(f"{PPROF} is missing: `make test` builds it from Debian's "
-                    "golang-github-google-pprof-dev (scripts/setup --test-deps)")
-    r = subprocess.run([PPROF] + list(args), capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
-LOC_RE = re.compile(r"^\s+(\d+): 0x([0-9a-f]+) (?:M=(\d+) )?(.*):(-?\d+) s=(-?\d+)(?:\((.*)\))?$")
-
-
-def split_name_file(body):
-    """pprof prints "NAME FILE"; markers ("[native incomplete]") have spaces
-    in their names and no file, file names such as "<frozen importlib._bootstrap>"
-    have spaces too, Python and C names do not."""
-    if body.startswith("["):
-        name, _, file = body.partition("] ")
-        return name.rstrip("]") + "]", file
-    name, _, file = body.partition(" ")
-    return name, file
-
-
-def decode(path):
-    """What pprof -raw says: header fields, samples [(count, ns, [loc ids], labels)],
-    locations {id: (name, file, line, mapping, address)}, mappings {id: (file, build-id)}."""
-    head, samples, locs, maps, section = {}, [], {}, {}, "head"
-    for line in pprof("-raw", path).splitlines():
-        if line in ("Samples:", "Locations", "Mappings"):
-            section = line.rstrip(":")
-            continue
-        if section == "head" and ": " in line:
-            k, _, v = line.partition(": ")
-            head[k] = v
-        elif section == "Samples":
-            m = re.match(r"^\s+(\d+)\s+(\d+): ([\d ]*)$", line)
-            if m:
-                samples.append([int(m.group(1)), int(m.group(2)),
-                                [int(x) for x in m.group(3).split()], {}])
-            elif samples and ":[" in line:
-                samples[-1][3].update(re.findall(r"(\w+):\[([^\]]*)\]", line))
-            elif line.strip() and not samples:
-                head["types"] = line.strip()
-        elif section == "Locations":
-            m = LOC_RE.match(line)
-            if m:
-                name, file = split_name_file(m.group(4))
-                locs[int(m.group(1))] = (name or m.group(7), file, int(m.group(5)),
-                                         int(m.group(3) or 0), int(m.group(2), 16))
-        elif section == "Mappings":
-            m = re.match(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) (\S*)", line)
-            if m:
-                maps[int(m.group(1))] = (m.group(2), m.group(3))
-    return head, samples, locs, maps
-
+from conftest import SUPPORTED, record_workload, supported_pythons
+from pprofread import decode, pprof
 
 def folded_label(loc, lines=True):
     """The folded output's label of a pprof location.  Native frames are the
@@ -95,12 +35,10 @@ def stacks_from_pprof(samples, locs, lines=True):
 
 
 def record(python, tmp_path, *extra):
-    folded, prof = tmp_path / "p.folded", tmp_path / "p.pb.gz"
-    r = run_pyperf(["-F", "499", "-o", str(folded), "-o", str(prof)] + list(extra) +
-                   ["--", python, os.path.join(WORKLOADS, "split.py"), "2",
-                    str(tmp_path / "t.json")])
-    assert r.returncode == 0, r.stderr
-    return {tuple(f): c for f, c in parse_folded(folded.read_text())}, str(prof)
+    stacks, (prof,), _ = record_workload(python, tmp_path, "split.py", "2",
+                                         str(tmp_path / "t.json"), hz=499, also=[".pb.gz"],
+                                         extra=extra)
+    return {tuple(f): c for f, c in stacks}, str(prof)
 
 
 @supported_pythons()

@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from conftest import SUPPORTED, WORKLOADS, FRAME_RE, is_python, parse_folded, python_id, run_pyperf
+from conftest import (SUPPORTED, WORKLOADS, FRAME_RE, is_python, python_id, record_workload,
+                      run_pyperf)
 
 FREQ = 499
 PERIOD = 1000000000 // FREQ                      # ns per sample, as the writer rounds it
@@ -104,13 +105,11 @@ def folded_stacks(stacks):
 def recording(request, tmp_path_factory):
     """(folded stacks, speedscope dict, thread ids) of one recording."""
     tmp = tmp_path_factory.mktemp("speedscope")
-    folded, ss, ids = tmp / "p.folded", tmp / "p.speedscope.json", tmp / "ids.json"
-    r = run_pyperf(["-F", str(FREQ), "--threads", "-o", str(folded), "-o", str(ss), "--",
-                    request.param[0], THREADS_PY, "1.5", str(ids)])
-    assert r.returncode == 0, r.stderr
+    ids = tmp / "ids.json"
+    stacks, (ss,), r = record_workload(request.param[0], tmp, "threads.py", "1.5", str(ids),
+                                       hz=FREQ, also=[".speedscope.json"], extra=["--threads"])
     # strict UTF-8, and json's default strictness: no raw control characters
     d = json.loads(ss.read_bytes().decode("utf-8"))
-    stacks = parse_folded(folded.read_text())
     assert sum(c for _, c in stacks) > 300, r.stderr
     return stacks, d, json.loads(ids.read_text())
 

@@ -3,7 +3,6 @@ totals, icicle layout, and interactive in a real browser: headless Chromium,
 driven over the W3C WebDriver protocol (chromedriver), finds a function with
 the search and shows its share, zooms on a click and resets."""
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -13,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import SUPPORTED, WORKLOADS, parse_folded, run_pyperf
+from conftest import SUPPORTED, record_workload
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
@@ -21,12 +20,10 @@ ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
 def record(tmp_path, *extra):
     assert SUPPORTED, "no supported CPython"
-    folded, svg = tmp_path / "p.folded", tmp_path / "p.svg"
-    r = run_pyperf(["-F", "499", "-o", str(folded), "-o", str(svg)] + list(extra) +
-                   ["--", SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "2",
-                    str(tmp_path / "t.json")])
-    assert r.returncode == 0, r.stderr
-    return parse_folded(folded.read_text()), svg
+    stacks, (svg,), _ = record_workload(SUPPORTED[-1][0], tmp_path, "split.py", "2",
+                                        str(tmp_path / "t.json"), hz=499, also=[".svg"],
+                                        extra=extra)
+    return stacks, svg
 
 
 def frames_of(svg):

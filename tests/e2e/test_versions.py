@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import SUPPORTED, UNSUPPORTED, WORKLOADS, names, parse_folded, run_pyperf, py_leaf
+from conftest import SUPPORTED, UNSUPPORTED, WORKLOADS, parse_folded, run_pyperf, py_leaf
 
 SPIN = "import time\ndef old_spin():\n    while True: pass\nold_spin()\n"
 

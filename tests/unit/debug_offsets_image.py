@@ -17,7 +17,6 @@ Needs gcc ($CC).  Exit status 2 with a one-line reason when it cannot.
 """
 import argparse
 import os
-import re
 import shlex
 import subprocess
 import sys
