@@ -20,6 +20,7 @@
  * (`key = value` lines, keys are the long option names), the command line.
  * SIGHUP re-reads the file and applies the command line over it again. */
 #include "daemon.h"
+#include "clock.h"
 #include "dlog.h"
 #include "nsym.h"
 #include "outfile.h"
@@ -38,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -522,14 +522,6 @@ static const char *app_of(struct daemon *d, int pid, uint32_t gen)
 
 /* ---- writing an interval ---- */
 
-static uint64_t unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* pid's profile for the interval as gzipped pprof in a malloc'd buffer */
 static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint32_t gen,
 			  double secs, size_t *len)
@@ -676,15 +668,6 @@ static void prune_dir(struct daemon *d)
 	free(v);
 }
 
-static double own_cpu(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
-
 static long rss_kb(void)
 {
 	long pages = 0, resident = 0;
@@ -702,7 +685,7 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 		      uint64_t bytes, const uint64_t *st, double secs)
 {
 	struct spool_stats ss = { 0 };
-	double cpu = own_cpu();
+	double cpu = clock_cpu_s(NULL);
 	uint64_t lost = st[STAT_MAP_FULL] - d->prev_stats[STAT_MAP_FULL] +
 			st[STAT_RINGBUF_FULL] - d->prev_stats[STAT_RINGBUF_FULL] + prof->unattributed;
 
@@ -789,7 +772,7 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 			 double elapsed)
 {
 	double secs = elapsed - d->interval_start;
-	uint64_t end_ns = unix_ns(), bytes = 0;
+	uint64_t end_ns = clock_unix_ns(), bytes = 0;
 	size_t nprocs = 0;
 
 	size_t nimg = 0;
@@ -913,8 +896,8 @@ int daemon_main(int argc, char **argv)
 	use_cfg(&d);
 	gethostname(d.host, sizeof(d.host) - 1);
 	clean_app(d.host);
-	d.interval_unix_ns = unix_ns();
-	d.prev_cpu = own_cpu();
+	d.interval_unix_ns = clock_unix_ns();
+	d.prev_cpu = clock_cpu_s(NULL);
 	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
 	memset(&o, 0, sizeof(o));
 	o.on_hup = on_hup;

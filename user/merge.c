@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #define MARK(ident, text) \
-	const struct pyfunc ident = { .name = (char *)(text), .file = (char *)"", \
+	const struct func ident = { .name = (char *)(text), .file = (char *)"", \
 				      .firstlineno = 0, .kind = FN_MARK }
 
 MARK(merge_mark_truncated, "[native truncated]");
@@ -22,15 +22,15 @@ static uint32_t count_segments(const uint8_t *entry, uint32_t np)
 	return s;
 }
 
-static void put_native(struct pframe *out, uint32_t *k, const struct pyfunc *fn)
+static void put_native(struct pframe *out, uint32_t *k, const struct func *fn)
 {
-	out[*k].fn = (struct pyfunc *)fn;
+	out[*k].fn = (struct func *)fn;
 	out[*k].instr = UINT32_MAX;
 	(*k)++;
 }
 
 uint32_t merge_frames(const struct pframe *py, const uint8_t *entry, uint32_t np,
-		      const struct pyfunc *const *nat, uint32_t nn, uint32_t flags,
+		      const struct func *const *nat, uint32_t nn, uint32_t flags,
 		      struct pframe *out)
 {
 	uint32_t evals = 0, segs = count_segments(entry, np), k = 0, p = 0;

@@ -20,18 +20,18 @@
 #include <stdint.h>
 #include "profile.h"
 
-extern const struct pyfunc merge_mark_truncated;  /* "[native truncated]" */
-extern const struct pyfunc merge_mark_incomplete; /* "[native incomplete]" */
-extern const struct pyfunc merge_mark_pending;    /* "[native pending]": the table of
+extern const struct func merge_mark_truncated;  /* "[native truncated]" */
+extern const struct func merge_mark_incomplete; /* "[native incomplete]" */
+extern const struct func merge_mark_pending;    /* "[native pending]": the table of
 						   * the binary it stopped in was
 						   * still being built */
-extern const struct pyfunc merge_mark_unmerged;   /* "[unmerged native]" */
+extern const struct func merge_mark_unmerged;   /* "[unmerged native]" */
 
 /* py[0..np) leaf first with entry[i] != 0 for entry frames; nat[0..nn) leaf
  * first; flags: the sample's STACK_NATIVE_* flags.  Writes the merged stack,
  * leaf first, to out (room for np + nn + 1 frames) and returns its length. */
 uint32_t merge_frames(const struct pframe *py, const uint8_t *entry, uint32_t np,
-		      const struct pyfunc *const *nat, uint32_t nn, uint32_t flags,
+		      const struct func *const *nat, uint32_t nn, uint32_t flags,
 		      struct pframe *out);
 
 #endif

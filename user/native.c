@@ -3,6 +3,8 @@
  * replaced or deleted file is still the right one); the vDSO is the kernel's
  * and the same in every process, so ours stands in for it. */
 #include "native.h"
+#include "clock.h"
+#include "pyread.h"
 #include "elfsym.h"
 #include "errmsg.h"
 #include "nsym.h"
@@ -55,7 +57,7 @@ struct nbin {
 	uint64_t loaded_ns;
 	struct nsym_bin *sym;        /* opened on first use */
 	bool sym_failed;
-	struct pybin info;           /* what pprof says of the binary */
+	struct binary info;           /* what pprof says of the binary */
 };
 
 struct nmap {
@@ -93,17 +95,9 @@ struct func_key {
 	uint64_t addr;
 };
 
-static uint64_t now_ns(void)
+static struct func *new_func(const char *name, const char *file, uint8_t kind)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static struct pyfunc *new_func(const char *name, const char *file, uint8_t kind)
-{
-	struct pyfunc *f = calloc(1, sizeof(*f));
+	struct func *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return NULL;
@@ -111,7 +105,7 @@ static struct pyfunc *new_func(const char *name, const char *file, uint8_t kind)
 	f->file = strdup(file);
 	f->kind = kind;
 	if (!f->name || !f->file) {
-		pyfunc_free(f);
+		func_free(f);
 		return NULL;
 	}
 	return f;
@@ -206,7 +200,7 @@ static const struct jit_sym *find_jit(const struct nproc *p, uint64_t pc)
 
 static void free_func(void *v)
 {
-	pyfunc_free(v);
+	func_free(v);
 }
 
 /* PT_LOAD segments of the ELF file on fd; 0, or -1 if it is not ELF */
@@ -280,7 +274,7 @@ static void run_job(const struct native_store *store, uint64_t cap, struct nativ
 	struct unwind_table t = { 0 };
 	struct unwind_row *v;
 	char err[256];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_mono_ns();
 
 	j->handle = -1;
 	if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 &&
@@ -297,7 +291,7 @@ static void run_job(const struct native_store *store, uint64_t cap, struct nativ
 		free(v);
 	}
 	unwind_table_free(&t);
-	j->build_ns = now_ns() - t0;
+	j->build_ns = clock_mono_ns() - t0;
 }
 
 static void *worker_main(void *arg)
@@ -457,11 +451,11 @@ static void load_job(struct native *n, struct native_job *j)
 	if (n->verbose)
 		fprintf(stderr, "pyperf-bpf: unwind table of %s: %llu rows, built in %.1f ms, "
 			"loaded at %.0f ms\n", b->path, (unsigned long long)j->nrows,
-			j->build_ns / 1e6, (now_ns() - n->t0) / 1e6);
+			j->build_ns / 1e6, (clock_mono_ns() - n->t0) / 1e6);
 	b->tstate = T_LOADED;
 	b->nrows = j->nrows;
 	b->bytes = j->bytes;
-	b->loaded_ns = now_ns();
+	b->loaded_ns = clock_mono_ns();
 	n->st.tables++;
 	n->st.rows += b->nrows;
 	n->st.bytes += b->bytes;
@@ -616,7 +610,7 @@ int native_init(struct native *n, const struct native_store *store, uint64_t cap
 {
 	memset(n, 0, sizeof(*n));
 	elf_version(EV_CURRENT); /* read_segments uses libelf before anyone else may */
-	n->t0 = now_ns();
+	n->t0 = clock_mono_ns();
 	n->unknown = new_func("[unknown]", "", FN_NATIVE);
 	if (!store)
 		return 0;
@@ -687,7 +681,7 @@ void native_free(struct native *n)
 	hmap_free(&n->strays, NULL);
 	hmap_free(&n->funcs, free_func);
 	hmap_free(&n->bins, free_bin);
-	pyfunc_free(n->unknown);
+	func_free(n->unknown);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -1027,11 +1021,11 @@ static bool is_eval_loop(const char *name)
 	return !strncmp(name, eval, len) && (!name[len] || name[len] == '.');
 }
 
-static struct pyfunc *intern(struct native *n, struct nbin *bin, const struct pybin *info,
+static struct func *intern(struct native *n, struct nbin *bin, const struct binary *info,
 			     uint64_t addr, const char *name, const char *file)
 {
 	struct func_key k;
-	struct pyfunc *f;
+	struct func *f;
 
 	memset(&k, 0, sizeof(k));
 	k.bin = bin;
@@ -1045,14 +1039,14 @@ static struct pyfunc *intern(struct native *n, struct nbin *bin, const struct py
 	f->bin = info;
 	f->addr = addr;
 	if (hmap_put(&n->funcs, &k, sizeof(k), f)) {
-		pyfunc_free(f);
+		func_free(f);
 		return n->unknown;
 	}
 	return f;
 }
 
 /* code without a file (JIT): named from the perf map if the JIT wrote one */
-static const struct pyfunc *jit_func(struct native *n, struct nproc *np, uint64_t pc)
+static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t pc)
 {
 	const struct jit_sym *j = find_jit(np, pc);
 
@@ -1078,14 +1072,14 @@ static const struct pyfunc *jit_func(struct native *n, struct nproc *np, uint64_
 	return intern(n, (struct nbin *)np, NULL, j->start, j->name, "[jit]");
 }
 
-const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
+const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
 {
 	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
 	const struct nmap *m = np ? find_map(np, pc) : NULL;
 	uint64_t vaddr, start;
 	char name[512], err[256];
 	struct func_key k;
-	struct pyfunc *f;
+	struct func *f;
 	int named = 0;
 
 	if (m && !m->bin)

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include "hmap.h"
 #include "pyperf.h"
-#include "pyread.h"
+#include "frame.h"
 
 struct sampler;
 struct nbin;
@@ -68,11 +68,11 @@ struct native {
 	bool verbose;                /* say on stderr when a table loads or goes */
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
-	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct pyfunc * */
+	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct func * */
 	struct hmap strays;          /* (pid, page) -> times found in no mapping, as a pointer */
 	struct hmap pcs;             /* (nbin *, address) -> its entry in funcs: a new stack's
 				      * frames are mostly addresses named before */
-	struct pyfunc *unknown;      /* "[unknown]" */
+	struct func *unknown;      /* "[unknown]" */
 	struct nbin *slot[PYPERF_MAX_TABLES]; /* a binary per table slot */
 	uint16_t tag[PYPERF_MAX_TABLES];      /* bumped at each reuse of a slot */
 	uint32_t next_slot;
@@ -129,6 +129,6 @@ void native_proc_forget(struct native *n, int pid);
 /* The function at runtime address pc of pid, named (interned; lives as long
  * as n).  `leaf`: pc is where the thread was, else a return address (named
  * by the call before it).  kind FN_EVAL for the interpreter's eval loop. */
-const struct pyfunc *native_func(struct native *n, int pid, uint64_t pc, bool leaf);
+const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf);
 
 #endif

@@ -36,7 +36,7 @@ static void render(struct sbuf *b, const struct out_ctx *c, const struct psample
 int out_folded(FILE *f, const struct out_ctx *c)
 {
 	size_t n, nlines = 0;
-	struct psample **v = profile_samples(c->prof, &n);
+	struct psample **v = out_samples(c, &n);
 	struct hmap merged = { 0 };
 	struct folded_line *lines = NULL;
 	struct sbuf b = { 0 };

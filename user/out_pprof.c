@@ -73,7 +73,7 @@ struct builder {
 	struct vec funcs, locs, maps, samples, labels;
 	struct hmap func_ids;        /* key -> id */
 	struct hmap loc_ids;
-	struct hmap map_ids;         /* struct pybin * -> id */
+	struct hmap map_ids;         /* struct binary * -> id */
 	struct hmap sample_ids;      /* (pid, tid, location ids) -> Sample * */
 	bool failed;
 };
@@ -156,7 +156,7 @@ static uint64_t func_id(struct builder *b, char kind, const char *name, const ch
 	return id;
 }
 
-static uint64_t map_id(struct builder *b, const struct pybin *bin)
+static uint64_t map_id(struct builder *b, const struct binary *bin)
 {
 	uintptr_t id = (uintptr_t)hmap_get(&b->map_ids, &bin, sizeof(bin));
 	Mapping *m;
@@ -223,13 +223,13 @@ static uint64_t loc_id(struct builder *b, uint64_t func, int64_t line, uint64_t 
 
 static uint64_t frame_loc(struct builder *b, const struct pframe *f)
 {
-	const struct pyfunc *fn = f->fn;
+	const struct func *fn = f->fn;
 	uint64_t id;
 
 	switch (fn->kind) {
 	case FN_PYTHON:
 		id = func_id(b, 'p', fn->name, fn->file, fn->firstlineno);
-		return loc_id(b, id, b->c->lines ? pyfunc_line(fn, f->instr) : 0, 0, 0);
+		return loc_id(b, id, b->c->lines ? func_line(fn, f->instr) : 0, 0, 0);
 	case FN_MARK:
 		return loc_id(b, func_id(b, 'm', fn->name, "", 0), 0, 0, 0);
 	default: /* native */

@@ -1,47 +1,15 @@
 /* out_report.c - the hotspot report: a header (samples, duration, rate,
  * processes, losses) and the top functions by own and by total share, with the
- * columns of `py-spy top`.  A function is (name, file, first line); a function
- * that appears several times in one stack (recursion) counts once in total. */
+ * columns of `py-spy top`, counted by fncount.c. */
 #include "output.h"
+#include "fncount.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct fn_row {
-	const struct pyfunc *fn;
-	uint64_t own, total;
-	size_t last_sample;          /* index of the last sample that added to total */
-};
-
-static struct fn_row *row_for(struct hmap *rows, const struct pyfunc *fn)
-{
-	/* functions are unique by content, not pointer: the same code object can
-	 * be read twice (another process, another generation) */
-	struct sbuf k = { 0 };
-	struct fn_row *r;
-
-	sb_printf(&k, "%s\n%s\n%d", fn->name, fn->file, fn->firstlineno);
-	if (!sb_ok(&k))
-		return NULL;
-	r = hmap_get(rows, k.s, k.len);
-	if (!r) {
-		r = calloc(1, sizeof(*r));
-		if (r && hmap_put(rows, k.s, k.len, r)) {
-			free(r);
-			r = NULL;
-		}
-		if (r) {
-			r->fn = fn;
-			r->last_sample = SIZE_MAX;
-		}
-	}
-	sb_free(&k);
-	return r;
-}
-
 static int by_own(const void *a, const void *b)
 {
-	const struct fn_row *x = *(struct fn_row *const *)a, *y = *(struct fn_row *const *)b;
+	const struct fn_count *x = *(struct fn_count *const *)a, *y = *(struct fn_count *const *)b;
 
 	if (x->own != y->own)
 		return x->own > y->own ? -1 : 1;
@@ -52,23 +20,23 @@ static int by_own(const void *a, const void *b)
 
 static int by_total(const void *a, const void *b)
 {
-	const struct fn_row *x = *(struct fn_row *const *)a, *y = *(struct fn_row *const *)b;
+	const struct fn_count *x = *(struct fn_count *const *)a, *y = *(struct fn_count *const *)b;
 
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
 	return by_own(a, b);
 }
 
-static void print_table(FILE *f, const struct out_ctx *c, struct fn_row **rows, size_t n,
-			const char *title)
+static void print_table(FILE *f, const struct out_ctx *c, struct fn_count **rows, size_t n,
+			uint64_t shown, const char *title)
 {
-	double total = c->prof->total ? (double)c->prof->total : 1.0;
+	double total = shown ? (double)shown : 1.0;
 	double per = c->freq ? 1.0 / c->freq : 0;
 
 	fprintf(f, "\n%s\n", title);
 	fprintf(f, "  %%Own   %%Total  OwnTime  TotalTime  Function (filename:line)\n");
 	for (size_t i = 0; i < n && i < c->top; i++) {
-		const struct pyfunc *fn = rows[i]->fn;
+		const struct func *fn = rows[i]->fn;
 
 		fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s", 100.0 * rows[i]->own / total,
 			100.0 * rows[i]->total / total, rows[i]->own * per, rows[i]->total * per,
@@ -91,23 +59,25 @@ static int by_samples(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* native_only: samples of threads that ran no Python frame, in the profile
+/* shown: the samples the report counts (c->pid's alone when set);
+ * native_only: samples of threads that ran no Python frame, in the profile
  * with their native and kernel stacks */
-static void print_header(FILE *f, const struct out_ctx *c, uint64_t native_only)
+static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint64_t native_only)
 {
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
 	uint64_t lost = st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL] + p->unattributed;
 
 	fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): %.1f samples/s\n",
-		(unsigned long long)p->total, c->duration_s, c->freq, c->ncpus,
-		c->duration_s > 0 ? p->total / c->duration_s : 0.0);
+		(unsigned long long)shown, c->duration_s, c->freq, c->ncpus,
+		c->duration_s > 0 ? shown / c->duration_s : 0.0);
 	size_t n = 0;
 	const struct pproc **procs = malloc((p->procs.len + 1) * sizeof(*procs));
 
 	fprintf(f, "Processes seen: %zu\n", profile_nprocs_seen(p));
 	hmap_for_each(&p->procs, s)
-		if (procs && ((const struct pproc *)s->val)->samples)
+		if (procs && ((const struct pproc *)s->val)->samples &&
+		    (!c->pid || ((const struct pproc *)s->val)->pid == c->pid))
 			procs[n++] = s->val;
 	if (procs)
 		qsort(procs, n, sizeof(*procs), by_samples);
@@ -137,46 +107,33 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t native_only)
 int out_report(FILE *f, const struct out_ctx *c)
 {
 	size_t n, nrows = 0;
-	struct psample **v = profile_samples(c->prof, &n);
-	struct hmap rows = { 0 };
-	struct fn_row **list = NULL;
-	uint64_t native_only = 0;
+	struct psample **v = out_samples(c, &n);
+	struct fn_counts counts = { 0 };
+	struct fn_count **list = NULL;
+	uint64_t native_only = 0, shown = 0;
 	int rc = -1;
 
 	if (!v)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		const struct pstack *st = v[i]->stack;
-
-		if (st->flags & STACK_NO_PYTHON)
+		shown += v[i]->count;
+		if (v[i]->stack->flags & STACK_NO_PYTHON)
 			native_only += v[i]->count;
-		for (uint32_t j = 0; j < st->nframes; j++) {
-			struct fn_row *r = row_for(&rows, st->frames[j].fn);
-
-			if (!r)
-				goto out;
-			if (j == 0)
-				r->own += v[i]->count;
-			if (r->last_sample != i) {
-				r->total += v[i]->count;
-				r->last_sample = i;
-			}
-		}
+		if (fn_counts_add(&counts, v[i]->stack, v[i]->count))
+			goto out;
 	}
-	list = malloc((rows.len + 1) * sizeof(*list));
+	list = fn_counts_list(&counts, &nrows);
 	if (!list)
 		goto out;
-	hmap_for_each(&rows, s)
-		list[nrows++] = s->val;
-	print_header(f, c, native_only);
+	print_header(f, c, shown, native_only);
 	qsort(list, nrows, sizeof(*list), by_own);
-	print_table(f, c, list, nrows, "Top functions by own time");
+	print_table(f, c, list, nrows, shown, "Top functions by own time");
 	qsort(list, nrows, sizeof(*list), by_total);
-	print_table(f, c, list, nrows, "Top functions by total time");
+	print_table(f, c, list, nrows, shown, "Top functions by total time");
 	rc = ferror(f) ? -1 : 0;
 out:
 	free(list);
-	hmap_free(&rows, free);
+	fn_counts_free(&counts);
 	free(v);
 	return rc;
 }

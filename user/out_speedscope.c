@@ -72,7 +72,7 @@ struct frames {
  * pointer and, for Python, its line.  Cheaper to look up than the text. */
 struct frame_ref {
 	const void *id;
-	int kind;                    /* enum pyfunc_kind, or REF_KERNEL */
+	int kind;                    /* enum func_kind, or REF_KERNEL */
 	int line;
 };
 
@@ -80,7 +80,7 @@ struct frame_ref {
 
 static void render_frame(struct sbuf *b, const struct frame_ref *r)
 {
-	const struct pyfunc *fn = r->id;
+	const struct func *fn = r->id;
 
 	sb_reset(b);
 	sb_puts(b, "{\"name\":");
@@ -193,8 +193,8 @@ static int ivec_push(struct ivec *iv, long long i)
 static int stack_indices(struct frames *fr, const struct out_ctx *c, const struct psample *s,
 			 struct ivec *iv)
 {
-	static struct pyfunc truncated = { .name = "[truncated]", .file = "", .kind = FN_MARK };
-	static struct pyfunc incomplete = { .name = "[incomplete]", .file = "", .kind = FN_MARK };
+	static struct func truncated = { .name = "[truncated]", .file = "", .kind = FN_MARK };
+	static struct func incomplete = { .name = "[incomplete]", .file = "", .kind = FN_MARK };
 	const struct kstack *ks = s->kstack;
 
 	iv->n = 0;
@@ -209,7 +209,7 @@ static int stack_indices(struct frames *fr, const struct out_ctx *c, const struc
 		int line = 0;
 
 		if (pf->fn->kind == FN_PYTHON)
-			line = c->lines ? pyfunc_line(pf->fn, pf->instr) : pf->fn->firstlineno;
+			line = c->lines ? func_line(pf->fn, pf->instr) : pf->fn->firstlineno;
 		if (ivec_push(iv, frame_index(fr, pf->fn->kind, pf->fn, line)))
 			return -1;
 	}

@@ -18,7 +18,7 @@ void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines)
 	sb_puts(b, " (");
 	put_clean(b, f->fn->file);
 	if (lines && f->fn->kind == FN_PYTHON)
-		sb_printf(b, ":%d", pyfunc_line(f->fn, f->instr));
+		sb_printf(b, ":%d", func_line(f->fn, f->instr));
 	sb_putc(b, ')');
 }
 

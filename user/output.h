@@ -38,9 +38,8 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 /* Bytes of the UTF-8 character at s (1 to 4), or 0 if the bytes there are
  * not one (formats that must be valid UTF-8 replace those). */
 int out_utf8_len(const char *s);
-/* The samples a writer shows (profile_samples, limited to c->pid and
- * c->gen); the
- * caller frees the array.  NULL when out of memory. */
+/* The samples every writer shows (profile_samples, limited to c->pid and
+ * c->gen); the caller frees the array.  NULL when out of memory. */
 struct psample **out_samples(const struct out_ctx *c, size_t *n);
 /* Each writer returns 0, or -1 with errno set. */
 int out_folded(FILE *f, const struct out_ctx *c);

@@ -2,6 +2,7 @@
  * announced, while the process is alive; a code object already named for this
  * process (same address and co_firstlineno) is not read again. */
 #include "profile.h"
+#include "pyread.h"
 #include "merge.h"
 
 #include <stdlib.h>
@@ -85,11 +86,11 @@ struct pproc *profile_proc(struct profile *p, int pid)
 	return pp;
 }
 
-static struct pyfunc *name_code(struct profile *p, struct pproc *pp, uint32_t gen,
+static struct func *name_code(struct profile *p, struct pproc *pp, uint32_t gen,
 				const struct py_frame *f)
 {
 	struct code_key k = { .addr = f->code, .check = f->check, .gen = gen };
-	struct pyfunc *fn = hmap_get(&pp->code, &k, sizeof(k));
+	struct func *fn = hmap_get(&pp->code, &k, sizeof(k));
 
 	if (fn)
 		return fn;
@@ -97,7 +98,7 @@ static struct pyfunc *name_code(struct profile *p, struct pproc *pp, uint32_t ge
 		fn = pyread_code(pp->pid, f->code, f->check, &pp->py.off);
 	if (!fn) {
 		p->unresolved_frames++;
-		fn = pyfunc_unknown(f->code);
+		fn = func_unknown_code(f->code);
 		if (!fn)
 			return NULL;
 		own(pp, fn->name);
@@ -206,7 +207,7 @@ int profile_add_stack(struct profile *p, const struct ev_stack *ev)
 	static struct pframe frames[PYPERF_MAX_FRAMES];
 	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 1];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
-	static const struct pyfunc *nat[PYPERF_MAX_NATIVE];
+	static const struct func *nat[PYPERF_MAX_NATIVE];
 	struct pproc *pp = profile_proc(p, ev->pid);
 	struct stack_id id = { .hash = ev->hash, .gen = ev->gen };
 	uint32_t n = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;

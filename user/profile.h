@@ -3,7 +3,7 @@
  * The sampler announces each new stack (pid, hash, frames) on the ring buffer
  * and later reports counts per (pid, tid, hash).  A profile keeps, per process,
  * an index hash -> struct pstack whose frames are already named (struct
- * pyfunc), and sums counts per (stack, thread).  Every classification of a
+ * func, frame.h), and sums counts per (stack, thread).  Every classification of a
  * process image gets a new generation number that the sampler puts in each
  * key, so a reused pid or an exec'ed program never inherits old names. */
 #ifndef PYPERF_PROFILE_H
@@ -16,10 +16,10 @@
 #include "native.h"
 #include "pyperf.h"
 #include "pyproc.h"
-#include "pyread.h"
+#include "frame.h"
 
 struct pframe {
-	struct pyfunc *fn;
+	struct func *fn;
 	uint32_t instr;              /* byte offset in the code, UINT32_MAX: not started */
 };
 
@@ -56,7 +56,7 @@ struct pproc {
 	bool python;
 	uint32_t gen;                /* generation of the current image */
 	uint64_t samples;
-	struct hmap code;            /* (gen, code address, check) -> struct pyfunc * */
+	struct hmap code;            /* (gen, code address, check) -> struct func * */
 	struct hmap stacks;          /* (gen, stack hash) -> struct pstack * */
 	void **owned;                /* its stacks and functions, freed with it */
 	size_t nowned, capowned;

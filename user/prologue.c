@@ -255,13 +255,13 @@ size_t prologue_rows(const uint8_t *code, size_t len, uint32_t start, struct unw
 
 /* ---- gaps of a table ---------------------------------------------------- */
 
-struct func {
+struct sized_fn {
 	uint64_t start, end;
 };
 
 static int cmp_func(const void *a, const void *b)
 {
-	const struct func *x = a, *y = b;
+	const struct sized_fn *x = a, *y = b;
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
@@ -269,9 +269,9 @@ static int cmp_func(const void *a, const void *b)
 }
 
 /* sized function symbols of both symbol tables, sorted, one per start */
-static struct func *functions(Elf *elf, size_t *nout)
+static struct sized_fn *functions(Elf *elf, size_t *nout)
 {
-	struct func *v = NULL;
+	struct sized_fn *v = NULL;
 	size_t n = 0, cap = 0;
 	Elf_Scn *scn = NULL;
 
@@ -291,7 +291,7 @@ static struct func *functions(Elf *elf, size_t *nout)
 				continue;
 			if (n == cap) {
 				size_t ncap = cap ? cap * 2 : 256;
-				struct func *w = realloc(v, ncap * sizeof(*w));
+				struct sized_fn *w = realloc(v, ncap * sizeof(*w));
 
 				if (!w) {
 					free(v);
@@ -333,7 +333,7 @@ long prologue_fill_gaps(int fd, struct unwind_table *t)
 {
 	struct unwind_row *add = NULL, rows[MAX_INSNS + 1];
 	size_t nadd = 0, cap = 0, nf = 0;
-	struct func *f = NULL;
+	struct sized_fn *f = NULL;
 	uint64_t last_end = 0;
 	long filled = 0;
 	Elf *elf;

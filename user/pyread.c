@@ -8,7 +8,6 @@
  * line table, and what py_code_check() needs to confirm the address still
  * holds the code object the sampler saw. */
 #include "pyread.h"
-#include "linetable.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -168,12 +167,12 @@ static size_t code_header_len(const struct py_offsets *o)
 	return m;
 }
 
-struct pyfunc *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o)
+struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o)
 {
 	uint8_t hdr[512];
 	size_t hlen = code_header_len(o);
 	int32_t first;
-	struct pyfunc *f;
+	struct func *f;
 	uint16_t name_off = o->code_qualname != PYPERF_NO_OFFSET ? o->code_qualname : o->code_name;
 
 	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen))
@@ -191,41 +190,8 @@ struct pyfunc *pyread_code(int pid, uint64_t code, uint32_t check, const struct 
 	f->file = pyread_str(pid, field_ptr(hdr, o->code_filename), o);
 	f->lt = pyread_bytes(pid, field_ptr(hdr, o->code_linetable), o, &f->lt_len);
 	if (!f->name || !f->file) {
-		pyfunc_free(f);
+		func_free(f);
 		return NULL;
 	}
 	return f;
-}
-
-struct pyfunc *pyfunc_unknown(uint64_t code)
-{
-	struct pyfunc *f = calloc(1, sizeof(*f));
-	char buf[48];
-
-	if (!f)
-		return NULL;
-	snprintf(buf, sizeof(buf), "<unknown code 0x%llx>", (unsigned long long)code);
-	f->name = strdup(buf);
-	f->file = strdup("<unknown>");
-	f->firstlineno = -1;
-	return f;
-}
-
-int pyfunc_line(const struct pyfunc *f, uint32_t instr)
-{
-	if (!f->lt)
-		return f->firstlineno;
-	if (instr == UINT32_MAX)
-		return f->firstlineno;
-	return linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);
-}
-
-void pyfunc_free(struct pyfunc *f)
-{
-	if (!f)
-		return;
-	free(f->name);
-	free(f->file);
-	free(f->lt);
-	free(f);
 }

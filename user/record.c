@@ -14,6 +14,7 @@
  * exponential backoff (a fresh exec may not have mapped libpython yet); a
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "record.h"
+#include "clock.h"
 #include "native.h"
 #include "outfile.h"
 #include "output.h"
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -165,7 +165,7 @@ static void classify(struct recorder *r, int pid)
 		ps->backoff_ns = ps->backoff_ns ? ps->backoff_ns * 2 : BACKOFF_FIRST_NS;
 		if (ps->backoff_ns > BACKOFF_MAX_NS)
 			ps->backoff_ns = BACKOFF_MAX_NS;
-		sampler_skip(r->s, pid, monotonic_ns() + ps->backoff_ns);
+		sampler_skip(r->s, pid, clock_mono_ns() + ps->backoff_ns);
 		return;
 	}
 }
@@ -210,7 +210,7 @@ static int on_event(void *ctx, void *data, size_t size)
 			if (r->first_native_ms < 0 && ev.nnative && ev.nframes &&
 			    !(ev.flags & (STACK_NATIVE_INCOMPLETE | STACK_NATIVE_TRUNCATED |
 					  STACK_NATIVE_PENDING)))
-				r->first_native_ms = (monotonic_ns() - r->start_ns) / 1e6;
+				r->first_native_ms = (clock_mono_ns() - r->start_ns) / 1e6;
 		}
 		break;
 	}
@@ -242,7 +242,7 @@ static int on_event(void *ctx, void *data, size_t size)
 			break;
 		update_native(r, h->pid);
 		if (r->prof.nat && em->pc && !native_pc_mapped(&r->nat, h->pid, em->pc))
-			sampler_stray_pc(r->s, h->pid, em->pc, monotonic_ns() +
+			sampler_stray_pc(r->s, h->pid, em->pc, clock_mono_ns() +
 					 native_stray_backoff_ns(&r->nat, h->pid, em->pc));
 		break;
 	}
@@ -336,9 +336,9 @@ static bool reap_child(struct recorder *r, int flags)
 
 static void wait_child_bounded(struct recorder *r)
 {
-	uint64_t until = monotonic_ns() + CHILD_GRACE_NS;
+	uint64_t until = clock_mono_ns() + CHILD_GRACE_NS;
 
-	while (!reap_child(r, WNOHANG) && monotonic_ns() < until)
+	while (!reap_child(r, WNOHANG) && clock_mono_ns() < until)
 		usleep(20000);
 	if (!r->child_done && r->child > 0) {
 		kill(r->child, SIGKILL);
@@ -415,17 +415,6 @@ static void prune_pid_states(struct recorder *r)
 	r->pids = keep;
 }
 
-static double cpu_seconds(long *maxrss_kb)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	if (maxrss_kb)
-		*maxrss_kb = ru.ru_maxrss;
-	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
-
 static void run_loop(struct recorder *r, uint64_t start)
 {
 	const struct record_opts *o = r->o;
@@ -438,9 +427,9 @@ static void run_loop(struct recorder *r, uint64_t start)
 
 		sampler_poll(r->s, POLL_MS, native_wake_fd(&r->nat));
 		native_poll(&r->nat); /* tables the worker built */
-		now = monotonic_ns();
+		now = clock_mono_ns();
 		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
-			r->warm_cpu = cpu_seconds(NULL);
+			r->warm_cpu = clock_cpu_s(NULL);
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
 			next_drain = now + drain_ns;
@@ -482,7 +471,7 @@ static void write_stats_json(struct recorder *r, double secs, double loop_cpu)
 {
 	uint64_t st[STAT_NR], cnt = 0, ns = 0;
 	long rss;
-	double cpu = cpu_seconds(&rss);
+	double cpu = clock_cpu_s(&rss);
 	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
 	FILE *f;
 
@@ -604,10 +593,10 @@ int record_run(const struct record_opts *o)
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;
-	load0 = monotonic_ns();
+	load0 = clock_mono_ns();
 	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
 		goto fail;
-	r.load_s = (monotonic_ns() - load0) / 1e9;
+	r.load_s = (clock_mono_ns() - load0) / 1e9;
 	if (!o->no_native) {
 		const struct native_store *st = sampler_table_store(r.s);
 
@@ -635,13 +624,8 @@ int record_run(const struct record_opts *o)
 	}
 	if (sampler_start(r.s, err, sizeof(err)))
 		goto fail;
-	start = r.start_ns = monotonic_ns();
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		r.start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
+	start = r.start_ns = clock_mono_ns();
+	r.start_unix_ns = clock_unix_ns();
 	if (o->cmd) {
 		if (write(go, "x", 1) != 1 || child_exec_failed(errfd, o->cmd[0], err, sizeof(err))) {
 			rc = 127;
@@ -652,16 +636,16 @@ int record_run(const struct record_opts *o)
 	}
 	if (o->verbose)
 		fprintf(stderr, "pyperf-bpf: sampling at %d Hz\n", o->freq);
-	loop_cpu = cpu_seconds(NULL);
+	loop_cpu = clock_cpu_s(NULL);
 	run_loop(&r, start);
 	sampler_stop(r.s);
 	sampler_drain(r.s, on_count, &r);
 	sampler_drain(r.s, on_count, &r);
 	{
-		double secs = (monotonic_ns() - start) / 1e9;
+		double secs = (clock_mono_ns() - start) / 1e9;
 		double loop;
 
-		r.end_cpu = cpu_seconds(NULL);
+		r.end_cpu = clock_cpu_s(NULL);
 		loop = r.end_cpu - loop_cpu;
 
 		if (o->on_drain) {

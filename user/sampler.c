@@ -6,6 +6,7 @@
  * counts), then read-and-delete the idle map in batches.  Nothing is lost at a
  * flip and nothing is counted twice. */
 #include "sampler.h"
+#include "clock.h"
 #include "native.h"
 #include "pyperf.skel.h"
 
@@ -44,14 +45,6 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	if (!libbpf_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
-}
-
-uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static const char *btf_path(void)

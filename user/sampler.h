@@ -60,6 +60,4 @@ void sampler_stats(struct sampler *s, uint64_t out[STAT_NR]);
 int sampler_prog_stats(struct sampler *s, uint64_t *run_cnt, uint64_t *run_time_ns);
 void sampler_close(struct sampler *s);
 
-uint64_t monotonic_ns(void);
-
 #endif

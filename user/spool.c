@@ -3,6 +3,7 @@
  * directory's contents in order by their sequence numbers, which continue
  * across restarts from the highest one found. */
 #include "spool.h"
+#include "clock.h"
 #include "dlog.h"
 
 #include <curl/curl.h>
@@ -41,14 +42,6 @@ struct entry {
 	uint64_t seq;
 	uint64_t size;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int cmp_entry(const void *a, const void *b)
 {
@@ -229,9 +222,8 @@ static void nap(struct spool *s, double until)
 	pthread_mutex_lock(&s->lock);
 	if (s->stopping && until > s->deadline)
 		until = s->deadline;
-	if (until > now_s()) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		t = ts.tv_sec + ts.tv_nsec / 1e9 + (until - now_s());
+	if (until > (clock_mono_ns() / 1e9)) {
+		t = clock_unix_ns() / 1e9 + (until - (clock_mono_ns() / 1e9));
 		ts.tv_sec = (time_t)t;
 		ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
 		pthread_cond_timedwait(&s->wake, &s->lock, &ts);
@@ -244,7 +236,7 @@ static bool done(struct spool *s, bool idle)
 	bool stop;
 
 	pthread_mutex_lock(&s->lock);
-	stop = s->stopping && (idle || now_s() >= s->deadline);
+	stop = s->stopping && (idle || (clock_mono_ns() / 1e9) >= s->deadline);
 	pthread_mutex_unlock(&s->lock);
 	return stop;
 }
@@ -267,7 +259,7 @@ static void *uploader(void *arg)
 			free(v);
 			if (done(s, true))
 				break;
-			nap(s, now_s() + 1);
+			nap(s, (clock_mono_ns() / 1e9) + 1);
 			continue;
 		}
 		if (done(s, false)) {
@@ -306,7 +298,7 @@ static void *uploader(void *arg)
 			failing = true;
 			free(url);
 			free(v);
-			nap(s, now_s() + backoff);
+			nap(s, (clock_mono_ns() / 1e9) + backoff);
 			continue;
 		}
 		failing = false;
@@ -478,7 +470,7 @@ size_t spool_close(struct spool *s, double timeout_s)
 	if (s->started) {
 		pthread_mutex_lock(&s->lock);
 		s->stopping = true;
-		s->deadline = now_s() + timeout_s;
+		s->deadline = (clock_mono_ns() / 1e9) + timeout_s;
 		pthread_cond_signal(&s->wake);
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->thread, NULL);

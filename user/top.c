@@ -2,10 +2,10 @@
  * second, like top for processes (and py-spy top).
  *
  * It is a recording (record.c) without output files: after each drain of the
- * sampler's counts, the profile so far is folded into per-function counts,
- * self (the function is the leaf) and total (it is anywhere on the stack,
- * counted once per sample).  The previous totals are kept, so the difference
- * is the last interval.  Rows are sorted by the last interval's self share,
+ * sampler's counts, the profile so far is counted per function (fncount.c:
+ * own, the function is the leaf; total, it is anywhere on the stack).  The
+ * previous refresh's counts are kept, so the difference is the last
+ * interval.  Rows are sorted by the last interval's self share,
  * then its total share, then overall self time.
  *
  * On a terminal the view takes the alternate screen, hides the cursor and
@@ -13,6 +13,7 @@
  * view ends.  Elsewhere (a pipe, a test) each refresh is printed as plain
  * text. */
 #include "top.h"
+#include "fncount.h"
 #include "output.h"
 #include "profile.h"
 
@@ -27,75 +28,20 @@
 struct top;
 static void term_enter(struct top *t);
 
-struct fstat {
-	uint64_t self, total;        /* overall */
-	uint64_t pself, ptotal;      /* overall at the previous refresh */
-	uint64_t seen;               /* refresh number of the last sample counted */
-	char label[];
-};
-
 struct top {
 	const struct record_opts *o;
-	struct hmap funcs;           /* label -> struct fstat */
-	uint64_t refresh;            /* refreshes so far */
+	struct fn_counts prev;       /* per function, at the previous refresh */
 	uint64_t total, ptotal;      /* samples overall, at the previous refresh */
 	bool entered, tty, raw;
 	struct termios saved;
 	bool quit;
 };
 
-static struct fstat *fstat_of(struct top *t, const char *label, size_t len)
-{
-	struct fstat *f = hmap_get(&t->funcs, label, len);
-
-	if (f)
-		return f;
-	f = calloc(1, sizeof(*f) + len + 1);
-	if (!f)
-		return NULL;
-	memcpy(f->label, label, len);
-	if (hmap_put(&t->funcs, label, len, f)) {
-		free(f);
-		return NULL;
-	}
-	return f;
-}
-
-/* frames shown: Python ones, and native ones when they were recorded */
-static bool shown(const struct pframe *f)
-{
-	return f->fn->kind != FN_MARK;
-}
-
-/* Count one (stack, thread) sample into the per-function totals. */
-static void count_sample(struct top *t, const struct psample *s, struct sbuf *b)
-{
-	bool leaf = true;
-
-	t->refresh++; /* a fresh mark per sample: a recursive function counts once */
-	for (uint32_t i = 0; i < s->stack->nframes; i++) {
-		const struct pframe *pf = &s->stack->frames[i];
-		struct fstat *f;
-
-		if (!shown(pf))
-			continue;
-		sb_reset(b);
-		out_frame_label(b, pf, false);
-		if (!sb_ok(b) || !(f = fstat_of(t, b->s, b->len)))
-			continue;
-		if (leaf)
-			f->self += s->count;
-		leaf = false;
-		if (f->seen != t->refresh) {
-			f->total += s->count;
-			f->seen = t->refresh;
-		}
-	}
-}
-
+/* a function's row: its counts overall and in the last interval */
 struct row {
-	const struct fstat *f;
+	const struct fn_count *f;
 	uint64_t dself, dtotal;
+	char *label;                 /* "name (file)": out_frame_label without lines */
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -106,9 +52,9 @@ static int cmp_row(const void *a, const void *b)
 		return x->dself < y->dself ? 1 : -1;
 	if (x->dtotal != y->dtotal)
 		return x->dtotal < y->dtotal ? 1 : -1;
-	if (x->f->self != y->f->self)
-		return x->f->self < y->f->self ? 1 : -1;
-	return strcmp(x->f->label, y->f->label);
+	if (x->f->own != y->f->own)
+		return x->f->own < y->f->own ? 1 : -1;
+	return strcmp(x->label, y->label);
 }
 
 static int screen_rows(const struct top *t)
@@ -143,21 +89,35 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	       "Function (file)");
 	for (size_t i = 0; i < n && i < show; i++)
 		printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s\n", pct(rows[i].dself, dt),
-		       pct(rows[i].dtotal, dt), rows[i].f->self * period,
-		       rows[i].f->total * period, rows[i].f->label);
+		       pct(rows[i].dtotal, dt), rows[i].f->own * period,
+		       rows[i].f->total * period, rows[i].label);
 	if (!t->tty)
 		putchar('\n');
 	fflush(stdout);
+}
+
+static char *label_of(const struct func *fn)
+{
+	struct pframe pf = { .fn = (struct func *)fn, .instr = UINT32_MAX };
+	struct sbuf b = { 0 };
+
+	out_frame_label(&b, &pf, false);
+	if (!sb_ok(&b)) {
+		sb_free(&b);
+		return NULL;
+	}
+	return b.s ? b.s : strdup("");
 }
 
 static void on_drain(void *ctx, struct profile *prof, const uint64_t *stats, double elapsed,
 		     bool final)
 {
 	struct top *t = ctx;
-	size_t n, nrows = 0;
+	struct fn_counts cur = { .skip_marks = true };
+	struct fn_count **fs = NULL;
 	struct psample **v;
-	struct sbuf b = { 0 };
-	struct row *rows;
+	struct row *rows = NULL;
+	size_t n, nf = 0, nrows = 0;
 
 	if (final)
 		return; /* the view closes */
@@ -166,32 +126,38 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *stats, dou
 	v = profile_samples(prof, &n);
 	if (!v)
 		return;
-	hmap_for_each(&t->funcs, e) {
-		struct fstat *f = e->val;
-
-		f->pself = f->self;
-		f->ptotal = f->total;
-		f->self = f->total = 0;
-	}
+	/* the profile holds everything so far: count it all, and the difference
+	 * from the previous refresh is the last interval */
+	for (size_t i = 0; i < n; i++)
+		if (fn_counts_add(&cur, v[i]->stack, v[i]->count))
+			goto out;
 	t->ptotal = t->total;
 	t->total = prof->total;
-	for (size_t i = 0; i < n; i++)
-		count_sample(t, v[i], &b);
-	sb_free(&b);
-	free(v);
-	rows = malloc((t->funcs.len + 1) * sizeof(*rows));
-	if (!rows)
-		return;
-	hmap_for_each(&t->funcs, e) {
-		const struct fstat *f = e->val;
+	fs = fn_counts_list(&cur, &nf);
+	rows = calloc(nf + 1, sizeof(*rows));
+	if (!fs || !rows)
+		goto out;
+	for (size_t i = 0; i < nf; i++) {
+		const struct fn_count *p = fn_counts_get(&t->prev, fs[i]->fn);
+		struct row *r = &rows[nrows];
 
-		rows[nrows].f = f;
-		rows[nrows].dself = f->self - f->pself;
-		rows[nrows++].dtotal = f->total - f->ptotal;
+		if (!(r->label = label_of(fs[i]->fn)))
+			continue;
+		r->f = fs[i];
+		r->dself = fs[i]->own - (p ? p->own : 0);
+		r->dtotal = fs[i]->total - (p ? p->total : 0);
+		nrows++;
 	}
 	qsort(rows, nrows, sizeof(*rows), cmp_row);
 	render(t, rows, nrows, elapsed);
+out:
+	for (size_t i = 0; rows && i < nrows; i++)
+		free(rows[i].label);
 	free(rows);
+	free(fs);
+	free(v);
+	fn_counts_free(&t->prev);
+	t->prev = cur;
 }
 
 static bool should_stop(void *ctx)
@@ -232,11 +198,6 @@ static void term_leave(struct top *t)
 	fflush(stdout);
 }
 
-static void free_fstat(void *v)
-{
-	free(v);
-}
-
 int top_run(struct record_opts *o)
 {
 	struct top t;
@@ -252,6 +213,6 @@ int top_run(struct record_opts *o)
 	term_leave(&t);
 	if (t.quit)
 		rc = 0; /* the user closed the view: whatever the command's status */
-	hmap_free(&t.funcs, free_fstat);
+	fn_counts_free(&t.prev);
 	return rc;
 }

@@ -5,7 +5,7 @@
 
 #include <stdarg.h>
 
-/* Insert a stack of n frames (leaf first, each a struct pyfunc * and a
+/* Insert a stack of n frames (leaf first, each a struct func * and a
  * uint32_t instruction offset) of process pid, image 1, and count it for
  * thread tid with kernel frames kips[0..nk). */
 static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uint32_t tid,
@@ -19,7 +19,7 @@ static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uin
 	assert_true(n <= 16);
 	va_start(ap, n);
 	for (uint32_t i = 0; i < n; i++) {
-		frames[i].fn = va_arg(ap, struct pyfunc *);
+		frames[i].fn = va_arg(ap, struct func *);
 		frames[i].instr = va_arg(ap, uint32_t);
 	}
 	va_end(ap);

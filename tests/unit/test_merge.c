@@ -12,17 +12,17 @@
 
 #include "merge.h"
 
-static struct pyfunc p_mod = { .name = "<module>", .file = "a.py" };
-static struct pyfunc p_f = { .name = "f", .file = "a.py" };
-static struct pyfunc p_g = { .name = "g", .file = "a.py" };
-static struct pyfunc p_cb = { .name = "cb", .file = "a.py" };
-static struct pyfunc n_main = { .name = "main", .file = "python", .kind = FN_NATIVE };
-static struct pyfunc n_eval = { .name = "_PyEval_EvalFrameDefault", .file = "libpython",
+static struct func p_mod = { .name = "<module>", .file = "a.py" };
+static struct func p_f = { .name = "f", .file = "a.py" };
+static struct func p_g = { .name = "g", .file = "a.py" };
+static struct func p_cb = { .name = "cb", .file = "a.py" };
+static struct func n_main = { .name = "main", .file = "python", .kind = FN_NATIVE };
+static struct func n_eval = { .name = "_PyEval_EvalFrameDefault", .file = "libpython",
 				.kind = FN_EVAL };
-static struct pyfunc n_call = { .name = "PyObject_Vectorcall", .file = "libpython",
+static struct func n_call = { .name = "PyObject_Vectorcall", .file = "libpython",
 				.kind = FN_NATIVE };
-static struct pyfunc n_qsort = { .name = "qsort", .file = "libc", .kind = FN_NATIVE };
-static struct pyfunc n_leaf = { .name = "memcpy", .file = "libc", .kind = FN_NATIVE };
+static struct func n_qsort = { .name = "qsort", .file = "libc", .kind = FN_NATIVE };
+static struct func n_leaf = { .name = "memcpy", .file = "libc", .kind = FN_NATIVE };
 
 /* root-first names of out[0..n) (leaf first), joined by ';' */
 static const char *joined(const struct pframe *out, uint32_t n)
@@ -37,24 +37,24 @@ static const char *joined(const struct pframe *out, uint32_t n)
 	return buf;
 }
 
-static uint32_t run(const struct pyfunc **py, const uint8_t *entry, uint32_t np,
-		    const struct pyfunc **nat, uint32_t nn, uint32_t flags, struct pframe *out)
+static uint32_t run(const struct func **py, const uint8_t *entry, uint32_t np,
+		    const struct func **nat, uint32_t nn, uint32_t flags, struct pframe *out)
 {
 	struct pframe pf[16];
 
 	for (uint32_t i = 0; i < np; i++) {
-		pf[i].fn = (struct pyfunc *)py[i];
+		pf[i].fn = (struct func *)py[i];
 		pf[i].instr = i;
 	}
-	return merge_frames(pf, entry, np, (const struct pyfunc *const *)nat, nn, flags, out);
+	return merge_frames(pf, entry, np, (const struct func *const *)nat, nn, flags, out);
 }
 
 static void one_eval_frame_per_python_frame(void **state)
 {
 	/* 3.10 style, leaf first: g <- f <- <module>, each its own eval call */
-	const struct pyfunc *py[] = { &p_g, &p_f, &p_mod };
+	const struct func *py[] = { &p_g, &p_f, &p_mod };
 	uint8_t entry[] = { 1, 1, 1 };
-	const struct pyfunc *nat[] = { &n_leaf, &n_eval, &n_call, &n_eval, &n_call, &n_eval,
+	const struct func *nat[] = { &n_leaf, &n_eval, &n_call, &n_eval, &n_call, &n_eval,
 				       &n_main };
 	struct pframe out[16];
 	uint32_t n = run(py, entry, 3, nat, 7, STACK_NATIVE, out);
@@ -68,9 +68,9 @@ static void one_eval_frame_runs_several_python_frames(void **state)
 {
 	/* 3.11+: <module> calls f calls g in one eval call; g calls qsort,
 	 * which calls back cb in a second eval call */
-	const struct pyfunc *py[] = { &p_cb, &p_g, &p_f, &p_mod };
+	const struct func *py[] = { &p_cb, &p_g, &p_f, &p_mod };
 	uint8_t entry[] = { 1, 0, 0, 1 };
-	const struct pyfunc *nat[] = { &n_eval, &n_call, &n_qsort, &n_eval, &n_main };
+	const struct func *nat[] = { &n_eval, &n_call, &n_qsort, &n_eval, &n_main };
 	struct pframe out[16];
 	uint32_t n = run(py, entry, 4, nat, 5, STACK_NATIVE, out);
 
@@ -79,9 +79,9 @@ static void one_eval_frame_runs_several_python_frames(void **state)
 
 static void partial_native_walk_merges_the_leaf_side(void **state)
 {
-	const struct pyfunc *py[] = { &p_cb, &p_g, &p_f, &p_mod };
+	const struct func *py[] = { &p_cb, &p_g, &p_f, &p_mod };
 	uint8_t entry[] = { 1, 0, 0, 1 };
-	const struct pyfunc *nat[] = { &n_eval, &n_qsort };
+	const struct func *nat[] = { &n_eval, &n_qsort };
 	struct pframe out[16];
 	uint32_t n = run(py, entry, 4, nat, 2, STACK_NATIVE | STACK_NATIVE_INCOMPLETE, out);
 
@@ -92,9 +92,9 @@ static void partial_native_walk_merges_the_leaf_side(void **state)
 
 static void complete_match_with_incomplete_root_is_marked_at_the_root(void **state)
 {
-	const struct pyfunc *py[] = { &p_f };
+	const struct func *py[] = { &p_f };
 	uint8_t entry[] = { 1 };
-	const struct pyfunc *nat[] = { &n_eval };
+	const struct func *nat[] = { &n_eval };
 	struct pframe out[16];
 	uint32_t n = run(py, entry, 1, nat, 1, STACK_NATIVE | STACK_NATIVE_INCOMPLETE, out);
 
@@ -104,9 +104,9 @@ static void complete_match_with_incomplete_root_is_marked_at_the_root(void **sta
 static void mismatch_is_marked_not_reordered(void **state)
 {
 	/* two eval frames but one Python segment, walk complete: no guess */
-	const struct pyfunc *py[] = { &p_g, &p_f };
+	const struct func *py[] = { &p_g, &p_f };
 	uint8_t entry[] = { 0, 1 };
-	const struct pyfunc *nat[] = { &n_eval, &n_qsort, &n_eval, &n_main };
+	const struct func *nat[] = { &n_eval, &n_qsort, &n_eval, &n_main };
 	struct pframe out[16];
 	uint32_t n = run(py, entry, 2, nat, 4, STACK_NATIVE, out);
 

@@ -353,7 +353,7 @@ static void test_trampoline_arena_read_too_early_is_read_again(void **state)
 	struct native n;
 	char err[256], map[64];
 	long page = sysconf(_SC_PAGESIZE);
-	const struct pyfunc *f;
+	const struct func *f;
 	uint8_t *code;
 	FILE *pm;
 

@@ -17,11 +17,11 @@
 
 #define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
 
-static struct pyfunc f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
-static struct pyfunc f_evil = { "<script>&\"'\x01x\xff\xfe", "/w/<b>.py", 7, LT_LNOTAB, NULL, 0,
+static struct func f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_evil = { "<script>&\"'\x01x\xff\xfe", "/w/<b>.py", 7, LT_LNOTAB, NULL, 0,
 				FN_PYTHON, NULL, 0 };
-static struct pybin libc = { "/lib/libc.so.6", "00112233", 0x1000, 0x9000, 0x1000 };
-static struct pyfunc f_native = { "memcpy", "libc.so.6", 0, 0, NULL, 0, FN_NATIVE, &libc, 0x4242 };
+static struct binary libc = { "/lib/libc.so.6", "00112233", 0x1000, 0x9000, 0x1000 };
+static struct func f_native = { "memcpy", "libc.so.6", 0, 0, NULL, 0, FN_NATIVE, &libc, 0x4242 };
 
 static void build(struct profile *p)
 {

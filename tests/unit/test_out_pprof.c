@@ -30,12 +30,12 @@ typedef Perftools__Profiles__Sample Sample;
 
 /* lnotab: line 10 for offsets 0-3, line 11 from offset 4 */
 static uint8_t lnotab[] = { 4, 1 };
-static struct pyfunc f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
-static struct pyfunc f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab),
+static struct func f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab),
 				FN_PYTHON, NULL, 0 };
-static struct pyfunc f_bad = { "bad\xff", "/w/app.py", 30, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
-static struct pybin libc = { "/lib/libc.so.6", "00112233", 0x1000, 0x9000, 0x800 };
-static struct pyfunc f_memcpy = { "memcpy", "libc.so.6", 0, 0, NULL, 0, FN_NATIVE, &libc, 0x4242 };
+static struct func f_bad = { "bad\xff", "/w/app.py", 30, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct binary libc = { "/lib/libc.so.6", "00112233", 0x1000, 0x9000, 0x800 };
+static struct func f_memcpy = { "memcpy", "libc.so.6", 0, 0, NULL, 0, FN_NATIVE, &libc, 0x4242 };
 
 /* a stack of process PID without kernel frames */
 #define add(p, hash, tid, flags, count, ...) \

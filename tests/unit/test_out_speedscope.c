@@ -25,13 +25,13 @@
 static uint8_t lnotab[] = { 4, 1 };
 #define PYFUNC(n, f, first) { .name = (n), .file = (f), .firstlineno = (first), \
 	.lt_kind = LT_LNOTAB, .kind = FN_PYTHON }
-static struct pyfunc f_main = PYFUNC("main", "/w/app.py", 5);
+static struct func f_main = PYFUNC("main", "/w/app.py", 5);
 /* the same function as another process names it: another pointer */
-static struct pyfunc f_main_b = PYFUNC("main", "/w/app.py", 5);
-static struct pyfunc f_leaf = { .name = "leaf", .file = "/w/app.py", .firstlineno = 10,
+static struct func f_main_b = PYFUNC("main", "/w/app.py", 5);
+static struct func f_leaf = { .name = "leaf", .file = "/w/app.py", .firstlineno = 10,
 				.lt_kind = LT_LNOTAB, .lt = lnotab, .lt_len = sizeof(lnotab),
 				.kind = FN_PYTHON };
-static struct pyfunc f_unknown = { .name = "[unknown]", .file = "", .kind = FN_NATIVE };
+static struct func f_unknown = { .name = "[unknown]", .file = "", .kind = FN_NATIVE };
 
 #define add add_stack
 

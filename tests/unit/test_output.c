@@ -18,11 +18,11 @@
 
 /* lnotab: line 10 for offsets 0-3, line 11 from offset 4 */
 static uint8_t lnotab[] = { 4, 1 };
-static struct pyfunc f_module = { "<module>", "/w/app.py", 1, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
-static struct pyfunc f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
-static struct pyfunc f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab), FN_PYTHON, NULL, 0 };
-static struct pyfunc f_other = { "other", "/w/lib.py", 20, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
-static struct pyfunc f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_module = { "<module>", "/w/app.py", 1, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_leaf = { "leaf", "/w/app.py", 10, LT_LNOTAB, lnotab, sizeof(lnotab), FN_PYTHON, NULL, 0 };
+static struct func f_other = { "other", "/w/lib.py", 20, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
 
 /* a stack of process PID without kernel frames */
 #define add(p, hash, tid, flags, count, ...) \
@@ -40,6 +40,45 @@ static char *render(const struct profile *p, int format, bool lines, bool thread
 	assert_int_equal(format == FMT_FOLDED ? out_folded(f, &c) : out_report(f, &c), 0);
 	fclose(f);
 	return buf;
+}
+
+static char *render_pid(const struct profile *p, int format, int pid)
+{
+	struct out_ctx c = { .prof = p, .lines = true, .duration_s = 2.0, .freq = 100, .ncpus = 2,
+			     .top = 10, .pid = pid };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(format == FMT_FOLDED ? out_folded(f, &c) : out_report(f, &c), 0);
+	fclose(f);
+	return buf;
+}
+
+/* out_ctx.pid (the daemon's per-process files) limits folded and report as
+ * it does the other formats */
+static void folded_and_report_show_only_the_chosen_process(void **state)
+{
+	struct profile p;
+	char *out;
+
+	profile_init(&p);
+	add(&p, 1, 7, 0, 5, 2, &f_leaf, 0u, &f_main, 0u);
+	add_stack(&p, PID + 1, 2, 9, 0, 3, NULL, 0, 1, &f_other, 0u);
+	out = render_pid(&p, FMT_FOLDED, PID + 1);
+	assert_string_equal(out, "other (/w/lib.py:20) 3\n");
+	free(out);
+	out = render_pid(&p, FMT_FOLDED, 0);
+	assert_non_null(strstr(out, "leaf (/w/app.py:10) 5\n"));
+	assert_non_null(strstr(out, "other (/w/lib.py:20) 3\n"));
+	free(out);
+	out = render_pid(&p, FMT_REPORT, PID);
+	assert_non_null(strstr(out, "pyperf-bpf: 5 samples in 2.00 s"));
+	assert_non_null(strstr(out, "100.00% 100.00%    0.05s      0.05s  leaf (/w/app.py:10)"));
+	assert_null(strstr(out, "other"));
+	free(out);
+	profile_free(&p);
 }
 
 static void folded_is_root_first_with_lines(void **state)
@@ -193,6 +232,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(folded_is_root_first_with_lines),
+		cmocka_unit_test(folded_and_report_show_only_the_chosen_process),
 		cmocka_unit_test(no_lines_merges_frames_of_one_function),
 		cmocka_unit_test(root_frames_name_process_thread_and_truncation),
 		cmocka_unit_test(semicolons_in_names_do_not_split_frames),

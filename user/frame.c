@@ -1,0 +1,43 @@
+/* frame.c - the few operations on the frame vocabulary (frame.h) that do not
+ * read a process: placeholders, source lines from a line table, freeing. */
+#include "frame.h"
+#include "linetable.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct func *func_unknown_code(uint64_t code)
+{
+	struct func *f = calloc(1, sizeof(*f));
+	char buf[48];
+
+	if (!f)
+		return NULL;
+	snprintf(buf, sizeof(buf), "<unknown code 0x%llx>", (unsigned long long)code);
+	f->name = strdup(buf);
+	f->file = strdup("<unknown>");
+	f->firstlineno = -1;
+	if (!f->name || !f->file) {
+		func_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+int func_line(const struct func *f, uint32_t instr)
+{
+	if (!f->lt || instr == UINT32_MAX)
+		return f->firstlineno;
+	return linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);
+}
+
+void func_free(struct func *f)
+{
+	if (!f)
+		return;
+	free(f->name);
+	free(f->file);
+	free(f->lt);
+	free(f);
+}

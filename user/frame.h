@@ -1,0 +1,53 @@
+/* frame.h - what the frames of a profile are: the vocabulary shared by the
+ * readers that name frames (pyread.c for Python code, native.c and nsym.c
+ * for native code), the profile that counts stacks of them, and every
+ * output format that writes them.
+ *
+ * A frame runs a `struct func`: a Python code object, a native function (in
+ * a `struct binary`), the interpreter's eval loop, or a marker that says
+ * where a stack is incomplete.  Funcs are interned by their readers and live
+ * until the end of the run, so stacks hold plain pointers to them. */
+#ifndef PYPERF_FRAME_H
+#define PYPERF_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a frame of a merged stack is. */
+enum func_kind {
+	FN_PYTHON = 0,         /* a code object */
+	FN_NATIVE,             /* a native function (name: symbol, file: binary) */
+	FN_EVAL,               /* native, and the interpreter's eval loop */
+	FN_MARK,               /* a marker such as "[native incomplete]" (name only) */
+};
+
+/* The binary of native functions, for formats that describe it (pprof). */
+struct binary {
+	const char *path;      /* as the process mapped it */
+	char build_id[65];     /* GNU build-id in hex, or "" */
+	uint64_t lo, hi;       /* ELF addresses its executable segments span */
+	uint64_t offset;       /* file offset of the segment at lo */
+};
+
+/* A named code object, a native function or a marker. */
+struct func {
+	char *name;            /* co_qualname where the version has it, else co_name */
+	char *file;            /* co_filename */
+	int firstlineno;
+	uint8_t lt_kind;       /* enum py_linetable_kind */
+	uint8_t *lt;           /* line table bytes */
+	size_t lt_len;
+	uint8_t kind;          /* enum func_kind (FN_PYTHON: 0) */
+	/* native functions: */
+	const struct binary *bin; /* NULL: no known binary (JIT code, [unknown]) */
+	uint64_t addr;         /* ELF address of the symbol, or of the code if unnamed */
+};
+
+/* A placeholder for a code object that could not be read. */
+struct func *func_unknown_code(uint64_t code);
+/* Source line of the instruction at byte offset instr of a Python func
+ * (UINT32_MAX: not started; the first line). */
+int func_line(const struct func *f, uint32_t instr);
+void func_free(struct func *f);
+
+#endif
