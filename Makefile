@@ -9,13 +9,17 @@ BUILD := build
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf -Iuser -I$(BUILD)
+# user/ holds one folder per concept (cmd, session, python, native, profile,
+# output, lib); headers are included by name from any of them
+USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf $(patsubst %/,-I%,$(USER_DIRS)) -I$(BUILD)
 LDLIBS := -lbpf -ldw -lelf -lz -lprotobuf-c -lstdc++ -ldl
 
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Wno-unused-function
 
-USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
-USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS)) $(BUILD)/user/profile.pb-c.o
+USER_SRCS := $(filter-out user/cmd/main.c,$(wildcard user/*/*.c))
+USER_HDRS := $(wildcard user/*/*.h)
+USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS)) $(BUILD)/user/output/profile.pb-c.o
 # the unit tests run built with AddressSanitizer and UBSan, on their own
 # copies of the objects: an overread or undefined behaviour fails them
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -36,27 +40,27 @@ $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c bpf/pyperf.h $(BUILD)/vmlinux.h
 $(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o
 	$(BPFTOOL) gen skeleton $< name pyperf_bpf > $@.tmp && mv $@.tmp $@
 
-# pprof's message types, generated from user/profile.proto
-$(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h: user/profile.proto
+# pprof's message types, generated from user/output/profile.proto
+$(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h: user/output/profile.proto
 	@mkdir -p $(BUILD)
-	protoc-c --c_out=$(BUILD) -Iuser $<
+	protoc-c --c_out=$(BUILD) -Iuser/output $<
 
-$(BUILD)/user/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
+$(BUILD)/user/output/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
+$(BUILD)/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-pyperf-bpf: $(BUILD)/user/main.o $(USER_OBJS)
+pyperf-bpf: $(BUILD)/user/cmd/main.o $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/san/user/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
+$(BUILD)/san/user/output/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-$(BUILD)/san/user/%.o: user/%.c $(wildcard user/*.h) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
+$(BUILD)/san/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) -c $< -o $@
 
@@ -64,7 +68,7 @@ $(BUILD)/san/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
-$(BUILD)/tests/linetable_check: tests/unit/linetable_check.c $(BUILD)/user/linetable.o
+$(BUILD)/tests/linetable_check: tests/unit/linetable_check.c $(BUILD)/user/python/linetable.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@
 
@@ -75,7 +79,7 @@ $(BUILD)/tools/pprof:
 	GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE=$(abspath $(BUILD))/gocache \
 		go build -o $@ github.com/google/pprof
 
-$(BUILD)/tests/debug_offsets_check: tests/unit/debug_offsets_check.c $(BUILD)/user/py_debug_offsets.o $(BUILD)/user/py_offsets_table.o
+$(BUILD)/tests/debug_offsets_check: tests/unit/debug_offsets_check.c $(BUILD)/user/python/py_debug_offsets.o $(BUILD)/user/python/py_offsets_table.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@
 

@@ -250,7 +250,7 @@ enum unwind_cfa_kind {
 	CFA_RBX = 7,       /* CFA = rbx + cfa_off, for the leaf frame only (its rbx is
 			    * the sampled one): a guess from the prologue of code
 			    * without CFI that keeps its entry rsp in rbx
-			    * (user/prologue.h) */
+			    * (user/native/prologue.h) */
 };
 
 enum unwind_rbp_kind {

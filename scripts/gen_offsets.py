@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""gen_offsets.py - generate user/py_offsets_table.c, the per-CPython-version
-struct offsets the sampler (bpf/pyperf.bpf.c) and the loader (user/pyread.c)
+"""gen_offsets.py - generate user/python/py_offsets_table.c, the per-CPython-version
+struct offsets the sampler (bpf/pyperf.bpf.c) and the loader (user/python/pyread.c)
 use to walk a target interpreter's memory.
 
 How it works: for every CPython installation it is given, the script reads the
@@ -42,7 +42,7 @@ import tempfile
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PYPERF_H = os.path.join(REPO, "bpf", "pyperf.h")
 LINETABLE_H = os.path.join(REPO, "user", "linetable.h")
-DEFAULT_OUT = os.path.join(REPO, "user", "py_offsets_table.c")
+DEFAULT_OUT = os.path.join(REPO, "user", "python", "py_offsets_table.c")
 DEFAULT_GLOB = "/root/.pyenv/versions/3.*"
 # CPython 3.14 and 3.15 from Debian sid, installed by scripts/sid-pythons
 SID_INCLUDE_GLOB = "/opt/pyperf-sid/usr/include/python3.*"
@@ -204,7 +204,7 @@ static void changed(const void *p, size_t n, long *first, long *last)
 """
 
 # Where the str flags live: set each bitfield alone in a zeroed PyASCIIObject
-# and report which bytes changed and the 32-bit word at `state`.  user/pyread.c
+# and report which bytes changed and the 32-bit word at `state`.  user/python/pyread.c
 # reads that word and takes kind from bits 2-4, compact bit 5, ascii bit 6.
 PROBE_UNICODE = r"""
 #define BIT_PROBE(field, val) do { \
@@ -404,7 +404,7 @@ def check_unicode(ver, vals, res):
             raise GenError("%s: setting state.%s changed bytes %d..%d, outside state at %d" %
                            (ver, field, lo, hi, st))
         if word != want:
-            raise GenError("%s: state.%s sets word 0x%x, user/pyread.c expects 0x%x" %
+            raise GenError("%s: state.%s sets word 0x%x, user/python/pyread.c expects 0x%x" %
                            (ver, field, word, want))
     if st + 4 > res["unicode_ascii_size"] or res["unicode_length"] + 8 > res["unicode_ascii_size"]:
         raise GenError("%s: str header fields beyond sizeof(PyASCIIObject)" % ver)
@@ -444,7 +444,7 @@ def render(entries, fields):
                " * interpreter's own headers.  Headers used:\n")
     for (maj, mnr), vers, _ in entries:
         out.append(" *   %d.%d: %s\n" % (maj, mnr, ", ".join(vers)))
-    out.append(" * Needs bpf/ and user/ on the include path (-Ibpf -Iuser). */\n"
+    out.append(" * Needs bpf/ and user/python/ on the include path (-Ibpf -Iuser/python). */\n"
                "#include <stddef.h>\n\n"
                '#include "pyperf.h"\n'
                '#include "linetable.h"\n'

@@ -192,7 +192,7 @@ def test_blas_worker_thread_without_python_frames_is_sampled(tmp_path):
     assert by_tid[worker] >= 0.2 * total, (by_tid, truth)
     assert blas.get(worker, 0) >= 0.8 * by_tid[worker], (blas, by_tid)
     # OpenBLAS's GEMM kernels are assembly without CFI: their rules come from
-    # their prologues (user/prologue.h), so stacks through them are whole,
+    # their prologues (user/native/prologue.h), so stacks through them are whole,
     # and in the caller's thread they hang under the Python frame that
     # called numpy
     stacks = [(f, c) for f, c in parse_folded(out.read_text()) if PENDING not in f]

@@ -1,6 +1,6 @@
 /* debug_offsets_check.c - parse a _Py_DebugOffsets block from a file with
- * user/py_debug_offsets.c and compare the result with the generated table
- * entry of the version it names (user/py_offsets_table.c).
+ * user/python/py_debug_offsets.c and compare the result with the generated table
+ * entry of the version it names (user/python/py_offsets_table.c).
  *
  * The file is what tests/unit/debug_offsets_image.py writes: the block of a
  * live interpreter's _PyRuntime or the one compiled from its headers.  Prints

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """debug_offsets_image.py - the bytes of a CPython 3.13+ _Py_DebugOffsets
 block, from a version's headers or from a live interpreter, for the tests of
-user/py_debug_offsets.c.
+user/python/py_debug_offsets.c.
 
   debug_offsets_image.py --headers INCLUDE_DIR OUT    (INCLUDE_DIR: .../include/python3.X)
   debug_offsets_image.py --live PYTHON OUT

@@ -11,7 +11,7 @@
  * malformed dump, or one with no offsets at all, exits 2.  On success it
  * prints how many offsets were checked.
  *
- * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser user/linetable.c \
+ * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser/python user/python/linetable.c \
  *        tests/unit/linetable_check.c -o /tmp/linetable_check */
 #ifndef _GNU_SOURCE
 #define _POSIX_C_SOURCE 200809L	/* getline */

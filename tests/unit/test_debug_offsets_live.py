@@ -5,7 +5,7 @@ headers.
 How it works: tests/unit/debug_offsets_image.py copies the block out of a
 live interpreter's _PyRuntime (ctypes), and compiles it from the headers of
 each 3.13+ version whose headers are here; build/tests/debug_offsets_check
-parses each with user/py_debug_offsets.c and compares the result with the
+parses each with user/python/py_debug_offsets.c and compares the result with the
 generated table entry of its version, field by field.  A block compiled from
 the headers of a release whose image is committed under tests/unit/data must
 be that image, byte for byte (the cmocka test_offsets parses those)."""

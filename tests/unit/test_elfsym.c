@@ -1,4 +1,4 @@
-/* test_elfsym.c - cmocka tests for user/procmaps.c and user/elfsym.c against
+/* test_elfsym.c - cmocka tests for user/lib/procmaps.c and user/lib/elfsym.c against
  * real files and real processes (no mocks).
  *
  * How it works: expected symbol values, entry points and build-ids come from
@@ -10,8 +10,8 @@
  * cmocka runs even when the test fails.  A required interpreter file that is
  * missing fails the test with a message; it never passes silently.
  *
- * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser user/procmaps.c \
- *        user/elfsym.c tests/unit/test_elfsym.c -lelf -lcmocka -o /tmp/t */
+ * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser/lib user/lib/procmaps.c \
+ *        user/lib/elfsym.c tests/unit/test_elfsym.c -lelf -lcmocka -o /tmp/t */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* test_fncount.c - own and total counts per function (user/fncount.c) on
+/* test_fncount.c - own and total counts per function (user/profile/fncount.c) on
  * hand-built stacks: recursion counts once in total, a function read twice
  * (two funcs with the same content) is one function, markers are skipped
  * when asked and then leave the leaf to the next frame. */

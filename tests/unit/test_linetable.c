@@ -1,4 +1,4 @@
-/* test_linetable.c - cmocka tests for user/linetable.c on hand-built tables.
+/* test_linetable.c - cmocka tests for user/python/linetable.c on hand-built tables.
  *
  * How it works: each table is written out byte by byte from the format rules
  * (Objects/lnotab_notes.txt for 3.8-3.10, Objects/locations.md for 3.11+) and
@@ -9,7 +9,7 @@
  * checks that they return (and stay inside the buffer).  Agreement with real
  * interpreters is checked separately by linetable_check + linetable_dump.py.
  *
- * Build: gcc -std=c11 -Wall -Wextra -Iuser user/linetable.c \
+ * Build: gcc -std=c11 -Wall -Wextra -Iuser/python user/python/linetable.c \
  *        tests/unit/test_linetable.c -lcmocka -o /tmp/t */
 #include <limits.h>
 #include <setjmp.h>

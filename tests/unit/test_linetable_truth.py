@@ -1,10 +1,10 @@
-"""Ground truth for user/linetable.c from real interpreters.
+"""Ground truth for user/python/linetable.c from real interpreters.
 
 How it works: for each CPython listed below, tests/unit/linetable_dump.py is
 run under it (isolated mode) to print every code object's line table and the
 line that interpreter reports for each bytecode offset; the output is piped
 into the checker binary (tests/unit/linetable_check.c linked with
-user/linetable.c), which must agree on every offset.  This file builds
+user/python/linetable.c), which must agree on every offset.  This file builds
 nothing: the checker is taken from $LINETABLE_CHECK, default
 build/tests/linetable_check under the repository root, and a missing checker
 fails.  An interpreter that is not installed is skipped with a reason; if none

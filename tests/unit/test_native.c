@@ -1,5 +1,5 @@
 /* test_native.c - cmocka tests for the unwind-table life cycle of
- * user/native.c: tables are built only when asked for, loaded whole and
+ * user/native/native.c: tables are built only when asked for, loaded whole and
  * exactly as unwind_table.c builds them, evicted least recently used first
  * when the cap is reached, reported (and marked for the unwinder) when one
  * alone is larger than the cap, and reclaimed when no process maps their

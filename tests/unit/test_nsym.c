@@ -1,4 +1,4 @@
-/* test_nsym.c - cmocka tests for user/nsym.c against real binaries.
+/* test_nsym.c - cmocka tests for user/native/nsym.c against real binaries.
  *
  * Ground truth comes from binutils (nm, readelf, objdump via popen) and from
  * binaries the tests build themselves with gcc/g++/objcopy/strip, never from
@@ -10,7 +10,7 @@
  * demangling, and bad input.  A required binary that is missing fails the
  * test; optional ones (python3.11-dbg's debug file) skip with a reason.
  *
- * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser user/nsym.c \
+ * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser/native -Iuser/lib user/native/nsym.c \
  *        tests/unit/test_nsym.c -ldw -lelf -lstdc++ -lcmocka -o /tmp/t */
 #include <errno.h>
 #include <fcntl.h>

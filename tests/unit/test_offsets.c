@@ -1,6 +1,6 @@
 /* test_offsets.c - cmocka tests for the generated offsets table
- * (user/py_offsets_table.c) and the _Py_DebugOffsets parser
- * (user/py_debug_offsets.c).
+ * (user/python/py_offsets_table.c) and the _Py_DebugOffsets parser
+ * (user/python/py_debug_offsets.c).
  *
  * How it works: the table is probed for every supported version and a few
  * values that were worked out by hand from the CPython headers are compared.
@@ -14,8 +14,8 @@
  * their headers (tests/unit/data) must each parse to their version's table
  * entry, and be refused when labelled as a neighbour version.
  *
- * Build: gcc -std=c11 -Wall -Wextra -Ibpf -Iuser user/py_offsets_table.c \
- *        user/py_debug_offsets.c tests/unit/test_offsets.c -lcmocka -o /tmp/t */
+ * Build: gcc -std=c11 -Wall -Wextra -Ibpf -Iuser/python user/python/py_offsets_table.c \
+ *        user/python/py_debug_offsets.c tests/unit/test_offsets.c -lcmocka -o /tmp/t */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>

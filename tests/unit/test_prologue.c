@@ -1,4 +1,4 @@
-/* test_prologue.c - cmocka tests for user/prologue.c: unwind rules guessed
+/* test_prologue.c - cmocka tests for user/native/prologue.c: unwind rules guessed
  * from the first instructions of functions without CFI.
  *
  * The byte sequences are real prologues (OpenBLAS's dgemm_kernel_ZEN as

@@ -1,4 +1,4 @@
-/* test_unwind_table.c - cmocka tests for user/unwind_table.c against real
+/* test_unwind_table.c - cmocka tests for user/native/unwind_table.c against real
  * binaries, with binutils' readelf as the independent ground truth.
  *
  * How it works: `readelf --debug-dump=frames-interp FILE` prints, for every
@@ -24,8 +24,8 @@
  * libc is required; the other binaries are skipped with a message when
  * missing.
  *
- * Build: cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Ibpf -Iuser \
- *        user/unwind_table.c user/errmsg.c tests/unit/test_unwind_table.c \
+ * Build: cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Ibpf -Iuser/native -Iuser/lib \
+ *        user/native/unwind_table.c user/lib/errmsg.c tests/unit/test_unwind_table.c \
  *        -lelf -lcmocka -o /tmp/t */
 #include <errno.h>
 #include <fcntl.h>

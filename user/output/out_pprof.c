@@ -1,5 +1,5 @@
 /* out_pprof.c - the profile as pprof: a gzip-compressed perftools.profiles
- * Profile (user/profile.proto, encoded by protobuf-c), which Google's pprof,
+ * Profile (user/output/profile.proto, encoded by protobuf-c), which Google's pprof,
  * Pyroscope, Grafana, Parca and most continuous-profiling backends read.
  *
  * Values per sample: samples/count and cpu/nanoseconds (count x period, the

@@ -13,7 +13,7 @@
  *   3.13: 3.13.0
  *   3.14: 3.14.10
  *   3.15: 3.15.2
- * Needs bpf/ and user/ on the include path (-Ibpf -Iuser). */
+ * Needs bpf/ and user/python/ on the include path (-Ibpf -Iuser/python). */
 #include <stddef.h>
 
 #include "pyperf.h"
