@@ -38,6 +38,22 @@ def test_bad_option_is_one_line_and_exit_2(args, needle, tmp_path):
     assert_clean_failure(r, tmp_path, needle, code=2)
 
 
+@pytest.mark.parametrize("command", [["-d", "1"], ["top", "-d", "1"], ["daemon", "--dir", "{tmp}/d"]],
+                         ids=["record", "top", "daemon"])
+@pytest.mark.parametrize("var,value", [("PYPERF_COUNTS_ENTRIES", "lots"),
+                                       ("PYPERF_COUNTS_ENTRIES", "0"),
+                                       ("PYPERF_UNWIND_BYTES", "12")])
+def test_bad_environment_is_refused_by_every_command(command, var, value, tmp_path):
+    """Every command reads the PYPERF_* variables through one checked path:
+    a bad value is a one-line error before anything starts."""
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    r = run_pyperf(args, env=dict(os.environ, **{var: value}), timeout=30)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and var in lines[0] and value in lines[0], r.stderr
+    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+
+
 def test_no_such_pid(tmp_path):
     p = subprocess.Popen(["true"])
     p.wait()  # a pid that existed and is gone now

@@ -119,6 +119,9 @@ static bool nm_covers(const struct nmlist *l, uint64_t addr)
 	return false;
 }
 
+/* where open_bin has separate debug files searched (NULL: the default) */
+static const char *debuginfo_path;
+
 static struct nsym_bin *open_as(const char *file, const char *path)
 {
 	char err[256] = "";
@@ -127,7 +130,7 @@ static struct nsym_bin *open_as(const char *file, const char *path)
 
 	if (fd < 0)
 		fail_msg("open %s: %s", file, strerror(errno));
-	b = nsym_open(fd, path, err, sizeof(err));
+	b = nsym_open(fd, path, debuginfo_path, err, sizeof(err));
 	close(fd); /* nsym keeps its own descriptor */
 	if (!b)
 		fail_msg("nsym_open(%s): %s", path, err);
@@ -264,16 +267,16 @@ static void libc_exported_functions(void **state)
  * exported symbol covers is MODULE+0xOFF, not the function before it. */
 static void stripped_binary_does_not_borrow_names(void **state)
 {
-	const char *saved = nsym_debuginfo_path;
+	const char *saved = debuginfo_path;
 	struct nmlist dyn;
 	struct nsym_bin *b;
 	size_t checked = 0;
 
 	require_file(PY311);
 	dyn = nm_list("-D", PY311);
-	nsym_debuginfo_path = "/nonexistent"; /* no build-id or debuglink file */
+	debuginfo_path = "/nonexistent"; /* no build-id or debuglink file */
 	b = open_bin(PY311);
-	nsym_debuginfo_path = saved;
+	debuginfo_path = saved;
 	assert_string_equal(nsym_module(b), "python3.11");
 	expect_exported(b, &dyn, "_PyEval_EvalFrameDefault");
 	expect_exported(b, &dyn, "PyObject_Vectorcall");
@@ -362,7 +365,7 @@ static void debuglink_file_next_to_binary(void **state)
 	struct nmlist full;
 	const struct nmsym *helper;
 	struct nsym_bin *b;
-	const char *saved = nsym_debuginfo_path;
+	const char *saved = debuginfo_path;
 
 	snprintf(src, sizeof(src), "%s/s.c", tmpdir);
 	snprintf(bin, sizeof(bin), "%s/dl", tmpdir);
@@ -392,9 +395,9 @@ static void debuglink_file_next_to_binary(void **state)
 	nsym_close(b);
 
 	/* and without a search path that includes the binary's directory */
-	nsym_debuginfo_path = "/nonexistent";
+	debuginfo_path = "/nonexistent";
 	b = open_bin(bin);
-	nsym_debuginfo_path = saved;
+	debuginfo_path = saved;
 	assert_int_equal(nsym_has_debug_file(b), 0);
 	expect_fallback(b, helper->value);
 	assert_int_equal(nsym_name(b, helper->value + 1, buf, sizeof(buf), NULL), 0);
@@ -581,12 +584,12 @@ static void bad_input(void **state)
 	snprintf(path, sizeof(path), "%s/bad", tmpdir);
 	assert_true((fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) >= 0);
 	err[0] = 0;
-	assert_null(nsym_open(fd, path, err, sizeof(err))); /* empty */
+	assert_null(nsym_open(fd, path, NULL, err, sizeof(err))); /* empty */
 	printf("  %s\n", err);
 	assert_non_null(strstr(err, path));
 	assert_int_equal(write(fd, "not an ELF file\n", 16), 16);
 	err[0] = 0;
-	assert_null(nsym_open(fd, path, err, sizeof(err)));
+	assert_null(nsym_open(fd, path, NULL, err, sizeof(err)));
 	printf("  %s\n", err);
 	assert_non_null(strstr(err, "not an ELF"));
 	close(fd);
@@ -596,7 +599,7 @@ static void bad_input(void **state)
 	run(cmd);
 	assert_true((fd = open(path, O_RDONLY)) >= 0);
 	err[0] = 0;
-	assert_null(nsym_open(fd, path, err, sizeof(err)));
+	assert_null(nsym_open(fd, path, NULL, err, sizeof(err)));
 	printf("  %s\n", err);
 	assert_true(err[0]);
 	close(fd);
@@ -606,15 +609,15 @@ static void bad_input(void **state)
 	run(cmd);
 	assert_true((fd = open(path, O_RDONLY)) >= 0);
 	err[0] = 0;
-	assert_null(nsym_open(fd, path, err, sizeof(err)));
+	assert_null(nsym_open(fd, path, NULL, err, sizeof(err)));
 	printf("  %s\n", err);
 	assert_true(err[0]);
 	close(fd);
 
 	err[0] = 0;
-	assert_null(nsym_open(-1, "nofd", err, sizeof(err)));
+	assert_null(nsym_open(-1, "nofd", NULL, err, sizeof(err)));
 	assert_true(err[0]);
-	assert_null(nsym_open(-1, NULL, err, 0)); /* no room for a message */
+	assert_null(nsym_open(-1, NULL, NULL, err, 0)); /* no room for a message */
 	nsym_close(NULL);
 
 	b = open_bin(LIBC);

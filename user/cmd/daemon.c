@@ -21,8 +21,8 @@
  * SIGHUP re-reads the file and applies the command line over it again. */
 #include "daemon.h"
 #include "clock.h"
+#include "env.h"
 #include "dlog.h"
-#include "nsym.h"
 #include "outfile.h"
 #include "output.h"
 #include "profile.h"
@@ -869,13 +869,14 @@ int daemon_main(int argc, char **argv)
 {
 	struct daemon d;
 	struct record_opts o;
+	struct env env;
 	char err[1024];
 	int rc;
 
 	memset(&d, 0, sizeof(d));
 	if (parse_args(&d, argc, argv))
 		return 2;
-	if (load_cfg(&d, &d.cfg, err, sizeof(err))) {
+	if (load_cfg(&d, &d.cfg, err, sizeof(err)) || env_read(&env, err, sizeof(err))) {
 		fprintf(stderr, "pyperf-bpf: daemon: %s\n", err);
 		return 2;
 	}
@@ -898,7 +899,6 @@ int daemon_main(int argc, char **argv)
 	clean_app(d.host);
 	d.interval_unix_ns = clock_unix_ns();
 	d.prev_cpu = clock_cpu_s(NULL);
-	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
 	memset(&o, 0, sizeof(o));
 	o.on_hup = on_hup;
 	record_install_signals(&o); /* a SIGTERM from now on still ends in a flush */
@@ -918,7 +918,9 @@ int daemon_main(int argc, char **argv)
 	o.want = want;
 	o.on_hup = on_hup;
 	o.cb_ctx = &d;
-	o.unwind_bytes = d.cfg.unwind_bytes;
+	o.unwind_bytes = env.unwind_bytes ? env.unwind_bytes : d.cfg.unwind_bytes;
+	o.counts_entries = env.counts_entries;
+	o.debuginfo_path = env.debuginfo_path;
 	dlog(DLOG_INFO, "profiling CPython processes at %d Hz, one profile per process every %.0f s%s%s%s%s",
 	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,
 	     d.cfg.push[0] ? ", pushed to " : "", d.cfg.push);

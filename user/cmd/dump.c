@@ -266,6 +266,7 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 			free(ev);
 			return -1;
 		}
+		d->nat.debuginfo_path = d->o->debuginfo_path;
 		d->prof.nat = &d->nat;
 		have_maps = native_proc_update(&d->nat, d->o->pid, &nm, err, errlen) == 0;
 	}

@@ -8,6 +8,7 @@ struct dump_opts {
 	int pid;
 	bool native;                 /* --native: merged native frames too */
 	bool no_lines;               /* --no-lines */
+	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 };
 
 /* Returns the process exit status (0, or 1 with one line on stderr). */

@@ -4,7 +4,7 @@
 #include "daemon.h"
 #include "dump.h"
 #include "output.h"
-#include "nsym.h"
+#include "env.h"
 #include "record.h"
 #include "top.h"
 
@@ -63,6 +63,25 @@ static int fail_usage(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, " (see pyperf-bpf --help)\n");
 	return 2;
+}
+
+/* The PYPERF_* variables, read and checked once, into a recording's options
+ * (PYPERF_UNWIND_BYTES overrides --unwind-mb); 0, or 2 after a message. */
+static int apply_env(struct record_opts *o)
+{
+	struct env e;
+	char err[256];
+
+	if (env_read(&e, err, sizeof(err))) {
+		fprintf(stderr, "pyperf-bpf: %s\n", err);
+		return 2;
+	}
+	if (e.counts_entries)
+		o->counts_entries = e.counts_entries;
+	if (e.unwind_bytes)
+		o->unwind_bytes = e.unwind_bytes;
+	o->debuginfo_path = e.debuginfo_path;
+	return 0;
 }
 
 static int parse_pids(const char *arg, struct record_opts *o)
@@ -288,7 +307,16 @@ static int dump_main(int argc, char **argv)
 		return fail_usage("dump: unexpected argument '%s'", argv[optind]);
 	if (!o.pid)
 		return fail_usage("dump: which process? give -p PID%s", "");
-	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	{
+		struct env e;
+		char err[256];
+
+		if (env_read(&e, err, sizeof(err))) {
+			fprintf(stderr, "pyperf-bpf: %s\n", err);
+			return 2;
+		}
+		o.debuginfo_path = e.debuginfo_path;
+	}
 	return dump_run(&o);
 }
 
@@ -355,7 +383,8 @@ static int top_main(int argc, char **argv)
 		o.cmd = &argv[optind];
 	if (o.cmd && o.npids)
 		return fail_usage("top: give either -p or a command, not both%s", "");
-	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	if ((rc = apply_env(&o)))
+		return rc;
 	rc = top_run(&o);
 	free(o.pids);
 	return rc;
@@ -383,23 +412,8 @@ int main(int argc, char **argv)
 	rc = parse_record(argc, argv, &o);
 	if (rc)
 		return rc;
-	if (getenv("PYPERF_COUNTS_ENTRIES")) {
-		long v;
-
-		if (!parse_long(getenv("PYPERF_COUNTS_ENTRIES"), 1, 1 << 24, &v))
-			return fail_usage("PYPERF_COUNTS_ENTRIES: not a number from 1 to 16777216: '%s'",
-					  getenv("PYPERF_COUNTS_ENTRIES"));
-		o.counts_entries = (unsigned)v;
-	}
-	if (getenv("PYPERF_UNWIND_BYTES")) { /* finer than --unwind-mb, for tests */
-		long v;
-
-		if (!parse_long(getenv("PYPERF_UNWIND_BYTES"), 4096, 1L << 40, &v))
-			return fail_usage("PYPERF_UNWIND_BYTES: not a number of bytes from 4096: '%s'",
-					  getenv("PYPERF_UNWIND_BYTES"));
-		o.unwind_bytes = (uint64_t)v;
-	}
-	nsym_debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	if ((rc = apply_env(&o)))
+		return rc;
 	rc = record_run(&o);
 	free(o.pids);
 	return rc;

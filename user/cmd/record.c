@@ -608,6 +608,7 @@ int record_run(const struct record_opts *o)
 			goto fail;
 		}
 		r.nat.verbose = o->verbose;
+		r.nat.debuginfo_path = o->debuginfo_path;
 		r.nmaps = malloc(sizeof(*r.nmaps));
 		if (!r.nmaps) {
 			snprintf(err, sizeof(err), "out of memory");

@@ -29,6 +29,7 @@ struct record_opts {
 	size_t top;                  /* rows per report table */
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
+	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 	unsigned drain_ms;           /* how often counts are moved to user space (0: 1000);
 				      * each drain makes the sampler announce every stack
 				      * again the first time it recurs */

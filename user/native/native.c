@@ -1093,7 +1093,7 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 	if ((f = hmap_get(&n->pcs, &k, sizeof(k))))
 		return f;
 	if (!m->bin->sym && !m->bin->sym_failed) {
-		m->bin->sym = nsym_open(m->bin->fd, m->bin->path, err, sizeof(err));
+		m->bin->sym = nsym_open(m->bin->fd, m->bin->path, n->debuginfo_path, err, sizeof(err));
 		m->bin->sym_failed = !m->bin->sym;
 	}
 	if (m->bin->sym) {

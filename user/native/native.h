@@ -66,6 +66,9 @@ struct native {
 	const struct native_store *store; /* NULL: no tables */
 	uint64_t cap;                /* bytes the loaded tables may take */
 	bool verbose;                /* say on stderr when a table loads or goes */
+	const char *debuginfo_path;  /* where separate debug files are searched, in
+				      * libdwfl's syntax (NULL: /usr/lib/debug, and
+				      * under a binary's own prefix) */
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
 	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct func * */

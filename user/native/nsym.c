@@ -31,7 +31,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *nsym_debuginfo_path;
 
 /* A binary installed under a prefix of its own (PREFIX/usr/bin/python3.14,
  * PREFIX/usr/lib/x86_64-linux-gnu/libfoo.so) keeps its separate debug files
@@ -115,7 +114,8 @@ static unsigned elf_type(const unsigned char *h)
 					 : (unsigned)h[EI_NIDENT + 1] << 8 | h[EI_NIDENT];
 }
 
-struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen)
+struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path, char *err,
+			   size_t errlen)
 {
 	unsigned char h[EI_NIDENT + 2];
 	struct nsym_bin *b = NULL;
@@ -148,8 +148,8 @@ struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen)
 	}
 	if (!(b = calloc(1, sizeof(*b))) || !(b->path = strdup(path)) ||
 	    !(b->base = strdup(basename_of(path))) ||
-	    (nsym_debuginfo_path && !(b->debuginfo_path = strdup(nsym_debuginfo_path))) ||
-	    (!nsym_debuginfo_path && prefix_debug_path(path, &b->debuginfo_path))) {
+	    (debuginfo_path && !(b->debuginfo_path = strdup(debuginfo_path))) ||
+	    (!debuginfo_path && prefix_debug_path(path, &b->debuginfo_path))) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}

@@ -42,7 +42,8 @@ struct nsym_bin;
  * files load on the first nsym_name/nsym_lookup/nsym_has_debug_file.
  * Returns NULL with a one-line message in err when fd is unreadable, empty,
  * not ELF, or not an executable or shared object. */
-struct nsym_bin *nsym_open(int fd, const char *path, char *err, size_t errlen);
+struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path, char *err,
+			   size_t errlen);
 /* Free everything, close the duplicated descriptor.  NULL is fine. */
 void nsym_close(struct nsym_bin *b);
 
@@ -67,10 +68,5 @@ const char *nsym_module(const struct nsym_bin *b);
  * which happens only when the binary has no .symtab of its own; its .symtab
  * then names the functions.  Loads the symbols if not yet done. */
 int nsym_has_debug_file(struct nsym_bin *b);
-
-/* Where separate debug files are searched, in libdwfl's syntax (e.g.
- * ":.debug:/usr/lib/debug"); NULL means libdwfl's default, which is that.
- * Read by nsym_open, so it applies to binaries opened after it is set. */
-extern const char *nsym_debuginfo_path;
 
 #endif

@@ -1,0 +1,21 @@
+/* env.h - the PYPERF_* environment variables, read and checked once by each
+ * command before it starts (a bad value is a one-line error, whichever
+ * command reads it). */
+#ifndef PYPERF_ENV_H
+#define PYPERF_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct env {
+	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: BPF counts map size (0: default) */
+	uint64_t unwind_bytes;       /* PYPERF_UNWIND_BYTES: unwind table cap, finer than
+				      * --unwind-mb, for tests (0: unset) */
+	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH: where separate debug files
+				      * are searched (NULL: by the binary's prefix) */
+};
+
+/* Fill *e from the environment; 0, or -1 with a message naming the variable. */
+int env_read(struct env *e, char *err, size_t errlen);
+
+#endif
