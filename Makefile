@@ -34,7 +34,7 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(BUILD)
 	$(BPFTOOL) btf dump file $${PYPERF_VMLINUX_BTF:-/sys/kernel/btf/vmlinux} format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c bpf/pyperf.h $(BUILD)/vmlinux.h
+$(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c bpf/pyperf.h bpf/unwind_step.h $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o
@@ -49,7 +49,7 @@ $(BUILD)/user/output/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-$(BUILD)/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
+$(BUILD)/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -60,7 +60,7 @@ $(BUILD)/san/user/output/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profil
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-$(BUILD)/san/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
+$(BUILD)/san/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) -c $< -o $@
 

@@ -516,8 +516,7 @@ static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u
 struct native_walk {
 	struct scratch *s;
 	const struct native_maps *nm;
-	__u64 pc, sp, bp;
-	__u64 bx;                /* the leaf's rbx (CFA_RBX), then 0 */
+	struct unwind_regs g;    /* the frame being unwound */
 	__u64 hash;
 	__u32 tgid, gen;
 };
@@ -682,13 +681,18 @@ static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
 	return 0;
 }
 
+/* the unwinder's step, shared with user space: it reads the stack through
+ * the scratch map's window */
+#define UNWIND_READ(ctx, addr, dst) stack_word((struct scratch *)(ctx), (addr), (dst))
+#include "unwind_step.h"
+
 static long native_step(__u32 i, struct native_walk *u)
 {
 	__u32 n = u->s->ev.nnative;
 	const struct native_mapping *m;
 	const struct unwind_row *r, *hdr;
 	struct row_cache_entry *c;
-	__u64 cfa, ra, pc = u->pc, look;
+	__u64 pc = u->g.pc, look;
 	__u32 slot, idx, zero = 0;
 	void *rows;
 
@@ -767,61 +771,19 @@ static long native_step(__u32 i, struct native_walk *u)
 unwind:
 	/* both ways here leave the row in the scratch map, where the verifier
 	 * does not track it: their states match and it checks what follows once */
-	r = &u->s->row;
-	switch (r->cfa_kind) {
-	case CFA_END:
+	switch (unwind_cfi_step(u->s, &u->s->row, &u->g)) {
+	case UNWIND_STEPPED:
+		return 0;
+	case UNWIND_END:
 		return 1; /* the outermost frame: complete */
-	case CFA_RSP:
-		cfa = u->sp + r->cfa_off;
-		break;
-	case CFA_RBP:
-		if (!u->bp)
-			goto incomplete;
-		cfa = u->bp + r->cfa_off;
-		break;
-	case CFA_PLT:
-		cfa = u->sp + 8 + ((pc & 15) >= (__u64)r->cfa_off ? 8 : 0);
-		break;
-	case CFA_RBP_DEREF:
-		if (!u->bp || stack_word(u->s, u->bp - r->cfa_off, &cfa))
-			goto incomplete;
-		break;
-	case CFA_RBX: /* only the leaf's rbx is known */
-		if (!u->bx)
-			goto incomplete;
-		cfa = u->bx + r->cfa_off;
-		break;
 	default:
 		goto incomplete;
 	}
-	/* the lower word first: the window then holds both */
-	if (r->rbp_kind == RBP_AT_CFA) {
-		if (stack_word(u->s, cfa + (__s64)r->rbp_off8 * 8, &u->bp))
-			goto incomplete;
-	} else if (r->rbp_kind == RBP_AT_RBP) {
-		if (!u->bp || stack_word(u->s, u->bp + (__s64)r->rbp_off8 * 8, &u->bp))
-			goto incomplete;
-	} else if (r->rbp_kind == RBP_LOST) {
-		u->bp = 0;
-	}
-	if (stack_word(u->s, cfa - 8, &ra))
-		goto incomplete;
-	u->sp = cfa;
-	u->pc = ra;
-	u->bx = 0;
-	return 0;
 frame_pointers:
 	/* no CFI: trust rbp to be a frame pointer */
 	native_push(u, n, pc);
-	if (!u->bp || u->bp < u->sp)
-		goto incomplete;
-	cfa = u->bp + 16;
-	if (stack_word(u->s, cfa - 16, &u->bp) || stack_word(u->s, cfa - 8, &ra))
-		goto incomplete;
-	u->sp = cfa;
-	u->pc = ra;
-	u->bx = 0;
-	return 0;
+	if (unwind_fp_step(u->s, &u->g) == UNWIND_STEPPED)
+		return 0;
 incomplete:
 	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
 	return 1;
@@ -854,18 +816,18 @@ __noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u3
 	}
 	/* whole-word loads: the verifier allows only those on the context */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) { /* interrupted in user mode */
-		u.pc = *(volatile __u64 *)&ctx->regs.ip;
-		u.sp = *(volatile __u64 *)&ctx->regs.sp;
-		u.bp = *(volatile __u64 *)&ctx->regs.bp;
-		u.bx = *(volatile __u64 *)&ctx->regs.bx;
+		u.g.pc = *(volatile __u64 *)&ctx->regs.ip;
+		u.g.sp = *(volatile __u64 *)&ctx->regs.sp;
+		u.g.bp = *(volatile __u64 *)&ctx->regs.bp;
+		u.g.bx = *(volatile __u64 *)&ctx->regs.bx;
 	} else { /* in the kernel: the user registers saved at kernel entry */
 		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 		if (!regs)
 			return STACK_NATIVE | STACK_NATIVE_INCOMPLETE;
-		u.pc = BPF_CORE_READ(regs, ip);
-		u.sp = BPF_CORE_READ(regs, sp);
-		u.bp = BPF_CORE_READ(regs, bp);
-		u.bx = BPF_CORE_READ(regs, bx);
+		u.g.pc = BPF_CORE_READ(regs, ip);
+		u.g.sp = BPF_CORE_READ(regs, sp);
+		u.g.bp = BPF_CORE_READ(regs, bp);
+		u.g.bx = BPF_CORE_READ(regs, bx);
 	}
 	s->nflags = STACK_NATIVE;
 	s->now = bpf_ktime_get_ns();

@@ -279,6 +279,13 @@ struct unwind_row {
 	};
 };
 
+/* The registers a native unwinder carries from a frame to its caller's
+ * (bpf/unwind_step.h). */
+struct unwind_regs {
+	__u64 pc, sp, bp;
+	__u64 bx;                    /* the leaf's rbx (CFA_RBX), then 0 */
+};
+
 #define UNWIND_NO_TABLE 0xffffffffu   /* header nrows: no rows (did not fit, unreadable) */
 
 /* A page index follows the rows of a binary's table, so that a lookup

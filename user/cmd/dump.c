@@ -217,7 +217,7 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 	if (tstate)
 		ev->nframes = pywalk_frames(&d->py, tstate, ev->frames, PYPERF_MAX_FRAMES, &pyflags);
 	if (nm && t->stopped) {
-		struct pywalk_regs g = { t->regs.rip, t->regs.rsp, t->regs.rbp, t->regs.rbx };
+		struct unwind_regs g = { t->regs.rip, t->regs.rsp, t->regs.rbp, t->regs.rbx };
 
 		ev->nnative = pywalk_native(d->o->pid, nm, mem_table, d, g, ev->native,
 					    PYPERF_MAX_NATIVE, &natflags);

@@ -1,7 +1,8 @@
 /* pywalk.c - the sampler's Python and native walks from user space (see
  * pywalk.h).  Each step follows the BPF code it mirrors (find_tstate,
  * frame_step, code_check, native_step in pyperf.bpf.c); where they differ it
- * is only because user space can read any amount at once. */
+ * is only because user space can read any amount at once.  The native
+ * unwinder's step is the BPF program's own (bpf/unwind_step.h). */
 #include "pywalk.h"
 #include "pyread.h"
 #include "unwind_table.h"
@@ -142,56 +143,12 @@ static const struct native_mapping *find_mapping(const struct native_maps *nm, u
 	return lo && pc < nm->m[lo - 1].end ? &nm->m[lo - 1] : NULL;
 }
 
-/* the caller's pc, sp and bp from the row for this frame; false: stop */
-static bool step(int pid, const struct unwind_row *r, uint64_t pc, bool leaf,
-		 struct pywalk_regs *g, bool *end)
-{
-	uint64_t cfa;
-
-	switch (r->cfa_kind) {
-	case CFA_END:
-		*end = true;
-		return false;
-	case CFA_RSP:
-		cfa = g->sp + r->cfa_off;
-		break;
-	case CFA_RBP:
-		if (!g->bp)
-			return false;
-		cfa = g->bp + r->cfa_off;
-		break;
-	case CFA_PLT:
-		cfa = g->sp + 8 + ((pc & 15) >= (uint64_t)r->cfa_off ? 8 : 0);
-		break;
-	case CFA_RBP_DEREF:
-		if (!g->bp || mem_read(pid, g->bp - r->cfa_off, &cfa, sizeof(cfa)))
-			return false;
-		break;
-	case CFA_RBX:
-		if (!leaf || !g->bx)
-			return false;
-		cfa = g->bx + r->cfa_off;
-		break;
-	default:
-		return false;
-	}
-	if (r->rbp_kind == RBP_AT_CFA) {
-		if (mem_read(pid, cfa + (int64_t)r->rbp_off8 * 8, &g->bp, sizeof(g->bp)))
-			return false;
-	} else if (r->rbp_kind == RBP_AT_RBP) {
-		if (!g->bp || mem_read(pid, g->bp + (int64_t)r->rbp_off8 * 8, &g->bp, sizeof(g->bp)))
-			return false;
-	} else if (r->rbp_kind == RBP_LOST) {
-		g->bp = 0;
-	}
-	if (mem_read(pid, cfa - 8, &g->pc, sizeof(g->pc)))
-		return false;
-	g->sp = cfa;
-	return true;
-}
+/* the unwinder's step, shared with the BPF program; ctx: the pid */
+#define UNWIND_READ(ctx, addr, dst) mem_read(*(const int *)(ctx), (addr), (dst), sizeof(__u64))
+#include "unwind_step.h"
 
 uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn tables, void *ctx,
-		       struct pywalk_regs g, __u64 *pcs, uint32_t cap, uint32_t *flags)
+		       struct unwind_regs g, __u64 *pcs, uint32_t cap, uint32_t *flags)
 {
 	uint32_t n = 0;
 
@@ -199,8 +156,8 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn ta
 	while (g.pc) {
 		const struct native_mapping *m;
 		const struct unwind_row *r, *t = NULL;
-		uint64_t look = g.pc - (n ? 1 : 0), cfa;
-		bool end = false;
+		uint64_t look = g.pc - (n ? 1 : 0);
+		int step;
 
 		if (n >= cap) {
 			*flags |= STACK_NATIVE_TRUNCATED;
@@ -216,21 +173,18 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn ta
 				goto incomplete;
 		}
 		if (!t || !t[0].nrows) { /* no CFI: frame pointers */
-			if (!g.bp || g.bp < g.sp)
+			if (unwind_fp_step(&pid, &g) != UNWIND_STEPPED)
 				goto incomplete;
-			cfa = g.bp + 16;
-			if (mem_read(pid, cfa - 16, &g.bp, sizeof(g.bp)) ||
-			    mem_read(pid, cfa - 8, &g.pc, sizeof(g.pc)))
-				goto incomplete;
-			g.sp = cfa;
 			continue;
 		}
 		r = unwind_layout_find(t, (uint32_t)(look - m->bias));
-		if (!r || !step(pid, r, g.pc, n == 1, &g, &end)) {
-			if (end)
-				break;
+		if (!r)
 			goto incomplete;
-		}
+		step = unwind_cfi_step(&pid, r, &g);
+		if (step == UNWIND_END)
+			break;
+		if (step != UNWIND_STEPPED)
+			goto incomplete;
 	}
 	return n;
 incomplete:

@@ -24,20 +24,16 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
 		       uint32_t cap, uint32_t *flags);
 
-/* Registers a native unwind starts from (rbx: for the leaf's CFA_RBX). */
-struct pywalk_regs {
-	uint64_t pc, sp, bp, bx;
-};
-
 /* The unwind table a mapping names (native_mapping.table), header first as
  * the sampler sees it (pyperf.h), or NULL when it is not loaded. */
 typedef const struct unwind_row *(*pywalk_table_fn)(void *ctx, uint32_t table);
 
-/* Unwind pid's user stack from regs with the process's mappings nm and the
+/* Unwind pid's user stack from regs (struct unwind_regs, pyperf.h; rbx for
+ * the leaf's CFA_RBX) with the process's mappings nm and the
  * tables they name, leaf first into pcs[0..cap): the leaf pc, then return
  * addresses.  Returns how many; *flags gets STACK_NATIVE and
  * STACK_NATIVE_TRUNCATED / STACK_NATIVE_INCOMPLETE as the sampler sets them. */
 uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn tables, void *ctx,
-		       struct pywalk_regs regs, __u64 *pcs, uint32_t cap, uint32_t *flags);
+		       struct unwind_regs regs, __u64 *pcs, uint32_t cap, uint32_t *flags);
 
 #endif
