@@ -26,7 +26,7 @@
 #include "outfile.h"
 #include "output.h"
 #include "profile.h"
-#include "record.h"
+#include "session.h"
 #include "spool.h"
 
 #include <ctype.h>
@@ -868,7 +868,9 @@ static void free_app(void *v)
 int daemon_main(int argc, char **argv)
 {
 	struct daemon d;
-	struct record_opts o;
+	struct session_opts o;
+	struct session_hooks h = { .on_drain = on_drain, .want = want, .on_hup = on_hup,
+				   .ctx = &d };
 	struct env env;
 	char err[1024];
 	int rc;
@@ -900,12 +902,10 @@ int daemon_main(int argc, char **argv)
 	d.interval_unix_ns = clock_unix_ns();
 	d.prev_cpu = clock_cpu_s(NULL);
 	memset(&o, 0, sizeof(o));
-	o.on_hup = on_hup;
-	record_install_signals(&o); /* a SIGTERM from now on still ends in a flush */
+	session_install_signals(&h); /* a SIGTERM from now on still ends in a flush */
 	o.freq = d.cfg.freq;
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;
-	o.top = 20;
 	/* At a low rate most samples would be the first of their stack since
 	 * the last drain, and cost an announcement: drain less often, but often
 	 * enough to cut intervals on time. */
@@ -914,17 +914,13 @@ int daemon_main(int argc, char **argv)
 		o.drain_ms = 1000;
 	if (o.drain_ms > 5000)
 		o.drain_ms = 5000;
-	o.on_drain = on_drain;
-	o.want = want;
-	o.on_hup = on_hup;
-	o.cb_ctx = &d;
 	o.unwind_bytes = env.unwind_bytes ? env.unwind_bytes : d.cfg.unwind_bytes;
 	o.counts_entries = env.counts_entries;
 	o.debuginfo_path = env.debuginfo_path;
 	dlog(DLOG_INFO, "profiling CPython processes at %d Hz, one profile per process every %.0f s%s%s%s%s",
 	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,
 	     d.cfg.push[0] ? ", pushed to " : "", d.cfg.push);
-	rc = record_run(&o);
+	rc = session_run(&o, &h);
 	if (d.spool) {
 		size_t left = spool_close(d.spool, 5.0); /* a last try to send the rest */
 

@@ -77,10 +77,10 @@ static int apply_env(struct record_opts *o)
 		return 2;
 	}
 	if (e.counts_entries)
-		o->counts_entries = e.counts_entries;
+		o->s.counts_entries = e.counts_entries;
 	if (e.unwind_bytes)
-		o->unwind_bytes = e.unwind_bytes;
-	o->debuginfo_path = e.debuginfo_path;
+		o->s.unwind_bytes = e.unwind_bytes;
+	o->s.debuginfo_path = e.debuginfo_path;
 	return 0;
 }
 
@@ -101,16 +101,16 @@ static int parse_pids(const char *arg, struct record_opts *o)
 			free(copy);
 			return -1;
 		}
-		pids = realloc(o->pids, (o->npids + 1) * sizeof(*pids));
+		pids = realloc(o->s.pids, (o->s.npids + 1) * sizeof(*pids));
 		if (!pids) {
 			free(copy);
 			return -1;
 		}
-		o->pids = pids;
-		o->pids[o->npids++] = (int)v;
+		o->s.pids = pids;
+		o->s.pids[o->s.npids++] = (int)v;
 	}
 	free(copy);
-	return o->npids ? 0 : -1;
+	return o->s.npids ? 0 : -1;
 }
 
 static bool parse_long(const char *s, long lo, long hi, long *out)
@@ -160,9 +160,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case 'd':
 			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(o->duration) ||
-			    o->duration <= 0 || o->duration > 1e8)
+			o->s.duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o->s.duration) ||
+			    o->s.duration <= 0 || o->s.duration > 1e8)
 				return fail_usage("-d: the duration must be a positive number of seconds, "
 						  "not '%s'", optarg);
 			break;
@@ -170,7 +170,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			if (!parse_long(optarg, 1, MAX_FREQ, &v))
 				return fail_usage("-F: the frequency must be a whole number of Hz from 1 "
 						  "to " "10000, not '%s'", optarg);
-			o->freq = (int)v;
+			o->s.freq = (int)v;
 			break;
 		case 'o':
 			if (!*optarg)
@@ -189,10 +189,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			o->no_lines = true;
 			break;
 		case OPT_NO_KERNEL:
-			o->no_kernel = true;
+			o->s.no_kernel = true;
 			break;
 		case OPT_PY_ONLY:
-			o->no_kernel = o->no_native = true;
+			o->s.no_kernel = o->s.no_native = true;
 			break;
 		case OPT_ICICLE:
 			o->icicle = true;
@@ -203,16 +203,16 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			o->top = (size_t)v;
 			break;
 		case OPT_STATS_JSON:
-			o->stats_json = optarg;
+			o->s.stats_json = optarg;
 			break;
 		case OPT_UNWIND_MB:
 			if (!parse_long(optarg, 1, 1 << 20, &v))
 				return fail_usage("--unwind-mb: not a number from 1 to 1048576: '%s'",
 						  optarg);
-			o->unwind_bytes = (uint64_t)v << 20;
+			o->s.unwind_bytes = (uint64_t)v << 20;
 			break;
 		case 'v':
-			o->verbose = true;
+			o->s.verbose = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -229,8 +229,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		}
 	}
 	if (optind < argc)
-		o->cmd = &argv[optind];
-	if (o->cmd && o->npids)
+		o->s.cmd = &argv[optind];
+	if (o->s.cmd && o->s.npids)
 		return fail_usage("give either -p or a command, not both%s", "");
 	if (!o->noutputs)
 		o->noutputs = 1; /* stdout */
@@ -331,7 +331,7 @@ static int top_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct record_opts o = { .freq = 99, .top = 100, .no_native = true, .no_kernel = true };
+	struct record_opts o = { .s = { .freq = 99, .no_native = true, .no_kernel = true }, .top = 100 };
 	int c, rc;
 	long v;
 	char *end;
@@ -345,19 +345,19 @@ static int top_main(int argc, char **argv)
 			break;
 		case 'd':
 			errno = 0;
-			o.duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(o.duration) ||
-			    o.duration <= 0 || o.duration > 1e8)
+			o.s.duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o.s.duration) ||
+			    o.s.duration <= 0 || o.s.duration > 1e8)
 				return fail_usage("top -d: not a positive number of seconds: '%s'", optarg);
 			break;
 		case 'F':
 			if (!parse_long(optarg, 1, MAX_FREQ, &v))
 				return fail_usage("top -F: the frequency must be a whole number of Hz from 1 "
 						  "to 10000, not '%s'", optarg);
-			o.freq = (int)v;
+			o.s.freq = (int)v;
 			break;
 		case 'n':
-			o.no_native = false;
+			o.s.no_native = false;
 			break;
 		case OPT_TOP:
 			if (!parse_long(optarg, 1, 100000, &v))
@@ -380,19 +380,19 @@ static int top_main(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		o.cmd = &argv[optind];
-	if (o.cmd && o.npids)
+		o.s.cmd = &argv[optind];
+	if (o.s.cmd && o.s.npids)
 		return fail_usage("top: give either -p or a command, not both%s", "");
 	if ((rc = apply_env(&o)))
 		return rc;
 	rc = top_run(&o);
-	free(o.pids);
+	free(o.s.pids);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	struct record_opts o = { .freq = 99, .top = 20 };
+	struct record_opts o = { .s = { .freq = 99 }, .top = 20 };
 	int rc;
 
 	if (argc > 1 && !strcmp(argv[1], "record")) {
@@ -415,6 +415,6 @@ int main(int argc, char **argv)
 	if ((rc = apply_env(&o)))
 		return rc;
 	rc = record_run(&o);
-	free(o.pids);
+	free(o.s.pids);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /* top.c - `pyperf-bpf top`: which functions use the CPU now, refreshed every
  * second, like top for processes (and py-spy top).
  *
- * It is a recording (record.c) without output files: after each drain of the
+ * It is a sampling session (session.c) without output files: after each drain of the
  * sampler's counts, the profile so far is counted per function (fncount.c:
  * own, the function is the leaf; total, it is anywhere on the stack).  The
  * previous refresh's counts are kept, so the difference is the last
@@ -76,14 +76,14 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	uint64_t dt = t->total - t->ptotal;
 	int lines = screen_rows(t);
 	size_t show = t->o->top;
-	double period = 1.0 / t->o->freq;
+	double period = 1.0 / t->o->s.freq;
 
 	if (lines && (size_t)(lines - 5) < show)
 		show = (size_t)(lines - 5);
 	if (t->tty)
 		fputs("\033[H\033[2J", stdout);
 	printf("pyperf-bpf top: %.0f s, %d Hz, %llu samples (%llu in the last interval)%s\n",
-	       elapsed, t->o->freq, (unsigned long long)t->total, (unsigned long long)dt,
+	       elapsed, t->o->s.freq, (unsigned long long)t->total, (unsigned long long)dt,
 	       t->tty ? "   q: quit" : "");
 	printf("\n%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
 	       "Function (file)");
@@ -201,15 +201,12 @@ static void term_leave(struct top *t)
 int top_run(struct record_opts *o)
 {
 	struct top t;
+	struct session_hooks h = { .on_drain = on_drain, .should_stop = should_stop, .ctx = &t };
 	int rc;
 
 	memset(&t, 0, sizeof(t));
 	t.o = o;
-	o->noutputs = 0;
-	o->on_drain = on_drain;
-	o->should_stop = should_stop;
-	o->cb_ctx = &t;
-	rc = record_run(o);
+	rc = session_run(&o->s, &h);
 	term_leave(&t);
 	if (t.quit)
 		rc = 0; /* the user closed the view: whatever the command's status */

@@ -1,0 +1,616 @@
+/* session.c - one sampling session, from loading the BPF program to a
+ * profile, for every command that samples (record, top, daemon).
+ *
+ *   setup     start the command (held until the sampler runs), load the
+ *             sampler, describe -p processes;
+ *   run       handle ring buffer records: name new stacks, classify new
+ *             processes; every drain interval move counts from the kernel
+ *             into the profile and call the on_drain hook; stop on -d, on the
+ *             command's exit, when every -p process is gone, on SIGINT/SIGTERM
+ *             or when should_stop says so;
+ *   finish    stop sampling, drain, hand the profile to on_end (record
+ *             writes its files there), return the command's status.
+ *
+ * Process classification is lazy: the sampler announces processes that run
+ * and that it does not know.  Non-Python ones are asked about again with
+ * exponential backoff (a fresh exec may not have mapped libpython yet); a
+ * CPython we cannot read is reported once and left alone until it execs. */
+#include "session.h"
+#include "clock.h"
+#include "native.h"
+#include "profile.h"
+#include "pyproc.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_MS 100
+#define DRAIN_EVERY_NS (1000ull * 1000 * 1000)
+#define BACKOFF_FIRST_NS (10ull * 1000 * 1000)
+#define BACKOFF_MAX_NS (30ull * 1000 * 1000 * 1000)
+#define CHILD_GRACE_NS (5ull * 1000 * 1000 * 1000)
+#define PRUNE_EVERY_NS (30ull * 1000 * 1000 * 1000)
+
+static volatile sig_atomic_t stop_signal, hup_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void on_hup_signal(int sig)
+{
+	hup_signal = sig;
+}
+
+struct pid_state {
+	uint64_t backoff_ns;
+	bool warned;
+};
+
+struct session {
+	const struct session_opts *o;
+	const struct session_hooks *h;
+	struct sampler *s;
+	struct profile prof;
+	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
+	struct native nat;           /* binaries, unwind tables, mappings */
+	struct native_maps *nmaps;   /* scratch for one process's mappings */
+	uint32_t next_gen;
+	pid_t child;
+	int child_status;
+	bool child_done;
+	uint64_t start_unix_ns;
+	double load_s;               /* opening and loading the BPF program */
+	/* for --stats-json (`make bench`) */
+	uint64_t start_ns;           /* sampling started (CLOCK_MONOTONIC) */
+	double first_native_ms;      /* first stack with a whole native part; -1: none */
+	double warm_cpu;             /* loader CPU when warmed up; -1: not reached */
+	double end_cpu;              /* loader CPU when sampling ended */
+};
+
+/* The loader's CPU is also reported from this long after sampling started:
+ * what it costs once the first tables are built and the first stacks named. */
+#define WARMUP_NS 2000000000ull
+
+static void err_line(const char *msg)
+{
+	fprintf(stderr, "pyperf-bpf: %s\n", msg);
+}
+
+static struct pid_state *pid_state(struct session *r, int pid)
+{
+	struct pid_state *ps = hmap_get(&r->pids, &pid, sizeof(pid));
+
+	if (!ps) {
+		ps = calloc(1, sizeof(*ps));
+		if (ps && hmap_put(&r->pids, &pid, sizeof(pid), ps)) {
+			free(ps);
+			return NULL;
+		}
+	}
+	return ps;
+}
+
+/* (Re)read pid's executable mappings for the native unwinder. */
+static void update_native(struct session *r, int pid)
+{
+	char err[512];
+
+	if (!r->prof.nat)
+		return;
+	if (native_proc_update(&r->nat, pid, r->nmaps, err, sizeof(err)) == 0) {
+		sampler_set_native_maps(r->s, pid, r->nmaps);
+		native_prefetch(&r->nat, pid);
+	} else if (r->o->verbose) {
+		fprintf(stderr, "pyperf-bpf: pid %d: no native frames: %s\n", pid, err);
+	}
+}
+
+static int adopt(struct session *r, const struct pyproc *py)
+{
+	struct proc_info pi;
+
+	memset(&pi, 0, sizeof(pi));
+	pi.runtime_addr = py->runtime_addr;
+	pi.gen = ++r->next_gen;
+	pi.off = py->off;
+	profile_set_python(&r->prof, py->pid, py, pi.gen);
+	update_native(r, py->pid); /* before the sampler knows the process */
+	return sampler_set_proc(r->s, py->pid, &pi);
+}
+
+/* a process ran that the sampler does not know yet */
+static void classify(struct session *r, int pid)
+{
+	struct pyproc py;
+	char err[512];
+	struct pid_state *ps;
+
+	switch (pyproc_inspect(pid, &py, err, sizeof(err))) {
+	case PYPROC_OK:
+		if (r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)) {
+			sampler_skip(r->s, pid, UINT64_MAX); /* asked again if it execs */
+			return;
+		}
+		if (r->o->verbose)
+			fprintf(stderr, "pyperf-bpf: pid %d: Python %d.%d, %s, offsets from %s\n", pid,
+				py.major, py.minor, py.binary, py.debug_offsets ? "_Py_DebugOffsets" : "table");
+		adopt(r, &py);
+		return;
+	case PYPROC_GONE:
+		return;
+	case PYPROC_UNSUPPORTED:
+		ps = pid_state(r, pid);
+		if (ps && !ps->warned)
+			err_line(err);
+		if (ps)
+			ps->warned = true;
+		sampler_skip(r->s, pid, UINT64_MAX);
+		return;
+	case PYPROC_NOT_PYTHON:
+		ps = pid_state(r, pid);
+		if (!ps)
+			return;
+		ps->backoff_ns = ps->backoff_ns ? ps->backoff_ns * 2 : BACKOFF_FIRST_NS;
+		if (ps->backoff_ns > BACKOFF_MAX_NS)
+			ps->backoff_ns = BACKOFF_MAX_NS;
+		sampler_skip(r->s, pid, clock_mono_ns() + ps->backoff_ns);
+		return;
+	}
+}
+
+/* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
+ * -1 for a record whose counts do not match its length. */
+static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
+{
+	const unsigned char *p = data;
+	size_t fbytes, nbytes;
+
+	if (size < EV_WIRE_HEAD)
+		return -1;
+	memcpy(out, p, EV_WIRE_HEAD);
+	if (out->nframes > PYPERF_MAX_FRAMES || out->nnative > PYPERF_MAX_NATIVE)
+		return -1;
+	fbytes = (size_t)out->nframes * sizeof(struct py_frame);
+	nbytes = (size_t)out->nnative * sizeof(out->native[0]);
+	if (size != EV_WIRE_HEAD + fbytes + nbytes)
+		return -1;
+	memcpy(out->frames, p + EV_WIRE_HEAD, fbytes);
+	memcpy(out->native, p + EV_WIRE_HEAD + fbytes, nbytes);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct session *r = ctx;
+	const struct ev_header *h = data;
+	struct pid_state *ps;
+
+	if (size < sizeof(*h))
+		return 0;
+	switch (h->kind) {
+	case EV_STACK: {
+		static struct ev_stack ev;  /* 32 KB: not on the stack */
+
+		if (ev_stack_unpack(data, size, &ev) == 0) {
+			profile_add_stack(&r->prof, &ev);
+			if (r->prof.nat && native_take_stale(&r->nat, (int)ev.pid))
+				update_native(r, (int)ev.pid);
+			if (r->first_native_ms < 0 && ev.nnative && ev.nframes &&
+			    !(ev.flags & (STACK_NATIVE_INCOMPLETE | STACK_NATIVE_TRUNCATED |
+					  STACK_NATIVE_PENDING)))
+				r->first_native_ms = (clock_mono_ns() - r->start_ns) / 1e6;
+		}
+		break;
+	}
+	case EV_NEW_PID:
+		classify(r, h->pid);
+		break;
+	case EV_EXEC:
+		ps = hmap_get(&r->pids, &h->pid, sizeof(h->pid));
+		if (ps)
+			memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
+		native_proc_forget(&r->nat, h->pid);
+		/* a classification of the old image may have been written after
+		 * the exec hook cleared it: forget it, the new image will be
+		 * announced and classified afresh */
+		sampler_forget(r->s, h->pid);
+		break;
+	case EV_EXIT:
+		native_proc_forget(&r->nat, h->pid);
+		break;
+	case EV_TABLE:
+		if (size >= sizeof(struct ev_table))
+			native_table_request(&r->nat, ((const struct ev_table *)data)->table);
+		break;
+	case EV_MAPS: { /* it ran code mapped after we looked (dlopen) */
+		const struct pproc *pp = hmap_get(&r->prof.procs, &h->pid, sizeof(h->pid));
+		const struct ev_maps *em = data;
+
+		if (!pp || !pp->python || size < sizeof(*em))
+			break;
+		update_native(r, h->pid);
+		if (r->prof.nat && em->pc && !native_pc_mapped(&r->nat, h->pid, em->pc))
+			sampler_stray_pc(r->s, h->pid, em->pc, clock_mono_ns() +
+					 native_stray_backoff_ns(&r->nat, h->pid, em->pc));
+		break;
+	}
+	}
+	return 0;
+}
+
+static void on_count(void *ctx, const struct stack_key *k, uint64_t count, const uint64_t *kips,
+		     unsigned nk)
+{
+	profile_add_count(&((struct session *)ctx)->prof, k, count, kips, nk);
+}
+
+/* ---- the command after -- ---- */
+
+/* Fork the command, held on a pipe until the sampler runs.  Returns the write
+ * end of that pipe; *errfd reads errno if exec fails. */
+static int spawn_held(struct session *r, int *errfd, char *err, size_t errlen)
+{
+	int go[2], ex[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	r->child = fork();
+	if (r->child < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (r->child == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(ex[0]);
+		signal(SIGPIPE, SIG_DFL); /* the command gets default dispositions */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127); /* the profiler gave up before starting us */
+		execvp(r->o->cmd[0], r->o->cmd);
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	*errfd = ex[0];
+	return go[1];
+}
+
+static bool child_exec_failed(int errfd, const char *cmd, char *err, size_t errlen)
+{
+	int e;
+
+	if (read(errfd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+		snprintf(err, errlen, "cannot run %s: %s", cmd, strerror(e));
+		return true;
+	}
+	return false;
+}
+
+static bool reap_child(struct session *r, int flags)
+{
+	if (r->child <= 0 || r->child_done)
+		return r->child_done;
+	if (waitpid(r->child, &r->child_status, flags) == r->child)
+		r->child_done = true;
+	return r->child_done;
+}
+
+static void wait_child_bounded(struct session *r)
+{
+	uint64_t until = clock_mono_ns() + CHILD_GRACE_NS;
+
+	while (!reap_child(r, WNOHANG) && clock_mono_ns() < until)
+		usleep(20000);
+	if (!r->child_done && r->child > 0) {
+		kill(r->child, SIGKILL);
+		reap_child(r, 0);
+	}
+}
+
+static int child_exit_code(const struct session *r)
+{
+	if (WIFEXITED(r->child_status))
+		return WEXITSTATUS(r->child_status);
+	if (WIFSIGNALED(r->child_status))
+		return 128 + WTERMSIG(r->child_status);
+	return 1;
+}
+
+/* ---- setup and main loop ---- */
+
+static int describe_pids(struct session *r, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < r->o->npids; i++) {
+		struct pyproc py;
+		int pid = r->o->pids[i];
+
+		if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
+			return -1;
+		if (sampler_add_target(r->s, pid) || adopt(r, &py)) {
+			snprintf(err, errlen, "pid %d: cannot configure the sampler: %s", pid,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static bool any_pid_alive(const struct session_opts *o)
+{
+	for (size_t i = 0; i < o->npids; i++)
+		if (kill(o->pids[i], 0) == 0 || errno != ESRCH)
+			return true;
+	return false;
+}
+
+void session_install_signals(const struct session_hooks *h)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	/* a closed terminal still gets its profile; a daemon reloads */
+	sa.sa_handler = h->on_hup ? on_hup_signal : on_stop_signal;
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Forget what was noted of processes that are gone (a long run on a busy
+ * host sees many short-lived ones). */
+static void prune_pid_states(struct session *r)
+{
+	struct hmap keep = { 0 };
+
+	hmap_for_each(&r->pids, e) {
+		int pid;
+
+		memcpy(&pid, e->key, sizeof(pid));
+		if ((kill(pid, 0) && errno == ESRCH) || hmap_put(&keep, &pid, sizeof(pid), e->val))
+			free(e->val);
+	}
+	hmap_free(&r->pids, NULL);
+	r->pids = keep;
+}
+
+static void run_loop(struct session *r, uint64_t start)
+{
+	const struct session_opts *o = r->o;
+	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	uint64_t drain_ns = o->drain_ms ? o->drain_ms * 1000000ull : DRAIN_EVERY_NS;
+	uint64_t next_drain = start + drain_ns, next_prune = start + PRUNE_EVERY_NS;
+
+	while (!stop_signal) {
+		uint64_t now;
+
+		sampler_poll(r->s, POLL_MS, native_wake_fd(&r->nat));
+		native_poll(&r->nat); /* tables the worker built */
+		now = clock_mono_ns();
+		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
+			r->warm_cpu = clock_cpu_s(NULL);
+		if (now >= next_drain) {
+			sampler_drain(r->s, on_count, r);
+			next_drain = now + drain_ns;
+			if (r->h->on_drain) {
+				uint64_t st[STAT_NR];
+
+				sampler_stats(r->s, st);
+				r->h->on_drain(r->h->ctx, &r->prof, st, (now - start) / 1e9, false);
+			}
+			if (now >= next_prune) {
+				prune_pid_states(r);
+				next_prune = now + PRUNE_EVERY_NS;
+			}
+		}
+		if (hup_signal) {
+			hup_signal = 0;
+			if (r->h->on_hup)
+				r->h->on_hup(r->h->ctx);
+		}
+		if (r->h->should_stop && r->h->should_stop(r->h->ctx)) {
+			if (r->child > 0 && !reap_child(r, WNOHANG))
+				kill(r->child, SIGTERM); /* the view was closed: so is the command */
+			break;
+		}
+		if (now >= end)
+			break;
+		if (o->cmd && reap_child(r, WNOHANG))
+			break;
+		if (o->npids && !any_pid_alive(o))
+			break;
+	}
+	if (stop_signal && r->child > 0 && !reap_child(r, WNOHANG))
+		kill(r->child, stop_signal); /* the command stops with us */
+}
+
+
+/* for `make bench`: the sampler's own cost and the loader's, separately */
+static void write_stats_json(struct session *r, double secs, double loop_cpu)
+{
+	uint64_t st[STAT_NR], cnt = 0, ns = 0;
+	long rss;
+	double cpu = clock_cpu_s(&rss);
+	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
+	FILE *f;
+
+	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
+		return;
+	sampler_stats(r->s, st);
+	sampler_prog_stats(r->s, &cnt, &ns);
+	fprintf(f, "{\"duration_s\": %.3f, \"samples\": %llu, \"bpf_run_cnt\": %llu, "
+		"\"bpf_run_time_ns\": %llu, \"loader_cpu_s\": %.6f, \"loader_loop_cpu_s\": %.6f, "
+		"\"loader_maxrss_kb\": %ld, "
+		"\"stat_samples\": %llu, \"stat_truncated\": %llu, \"stat_map_full\": %llu, "
+		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu, "
+		"\"stat_native_incomplete\": %llu, \"stat_native_truncated\": %llu, "
+		"\"stat_native_pending\": %llu, "
+		"\"unwind_tables\": %llu, \"unwind_rows\": %llu, \"unwind_bytes\": %llu, "
+		"\"unwind_peak_bytes\": %llu, \"unwind_built\": %llu, \"unwind_build_ms\": %.1f, "
+		"\"unwind_max_build_ms\": %.1f, \"unwind_first_table_ms\": %.1f, "
+		"\"unwind_no_room\": %llu, \"unwind_failed\": %llu, \"unwind_evicted\": %llu, "
+		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f, "
+		"\"first_complete_native_ms\": %.1f, \"warmup_s\": %.1f, "
+		"\"loader_cpu_after_warmup_s\": %.6f, \"after_warmup_s\": %.3f, "
+		"\"loader_write_cpu_s\": %.6f}\n",
+		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
+		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
+		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
+		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed,
+		(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
+		(unsigned long long)st[STAT_NATIVE_TRUNCATED],
+		(unsigned long long)st[STAT_NATIVE_PENDING], (unsigned long long)r->nat.st.tables,
+		(unsigned long long)r->nat.st.rows, (unsigned long long)r->nat.st.bytes,
+		(unsigned long long)r->nat.st.peak_bytes, (unsigned long long)r->nat.st.built,
+		r->nat.st.build_ns / 1e6, r->nat.st.max_build_ns / 1e6,
+		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
+		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
+		(unsigned long long)r->nat.st.reclaimed, r->load_s, r->first_native_ms,
+		WARMUP_NS / 1e9, warm, secs - WARMUP_NS / 1e9, cpu - r->end_cpu);
+	fclose(f);
+}
+
+int session_check(char *err, size_t errlen)
+{
+	return sampler_check_privileges(err, errlen);
+}
+
+int session_run(const struct session_opts *o, const struct session_hooks *h)
+{
+	struct session r;
+	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
+				   .verbose = o->verbose, .counts_entries = o->counts_entries,
+				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native };
+	char err[1024];
+	int go = -1, errfd = -1, rc = 1;
+	uint64_t start, load0;
+	double loop_cpu;
+
+	memset(&r, 0, sizeof(r));
+	r.o = o;
+	r.h = h;
+	r.first_native_ms = -1;
+	r.warm_cpu = -1;
+	profile_init(&r.prof);
+	session_install_signals(h);
+	if (sampler_check_privileges(err, sizeof(err)))
+		goto fail;
+	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
+		goto fail;
+	load0 = clock_mono_ns();
+	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
+		goto fail;
+	r.load_s = (clock_mono_ns() - load0) / 1e9;
+	if (!o->no_native) {
+		const struct native_store *st = sampler_table_store(r.s);
+
+		if (!st || native_init(&r.nat, st,
+				       o->unwind_bytes ? o->unwind_bytes
+						       : (uint64_t)PYPERF_UNWIND_MB << 20, true)) {
+			snprintf(err, sizeof(err), "cannot set up the native unwind tables: %s",
+				 strerror(errno ? errno : ENOMEM));
+			goto fail;
+		}
+		r.nat.verbose = o->verbose;
+		r.nat.debuginfo_path = o->debuginfo_path;
+		r.nmaps = malloc(sizeof(*r.nmaps));
+		if (!r.nmaps) {
+			snprintf(err, sizeof(err), "out of memory");
+			goto fail;
+		}
+		r.prof.nat = &r.nat;
+	}
+	sampler_skip(r.s, getpid(), UINT64_MAX);
+	if (describe_pids(&r, err, sizeof(err)))
+		goto fail;
+	if (o->cmd && sampler_add_target(r.s, r.child)) {
+		snprintf(err, sizeof(err), "cannot configure the sampler: %s", strerror(errno));
+		goto fail;
+	}
+	if (sampler_start(r.s, err, sizeof(err)))
+		goto fail;
+	start = r.start_ns = clock_mono_ns();
+	r.start_unix_ns = clock_unix_ns();
+	if (o->cmd) {
+		if (write(go, "x", 1) != 1 || child_exec_failed(errfd, o->cmd[0], err, sizeof(err))) {
+			rc = 127;
+			goto fail;
+		}
+		close(go);
+		go = -1;
+	}
+	if (o->verbose)
+		fprintf(stderr, "pyperf-bpf: sampling at %d Hz\n", o->freq);
+	loop_cpu = clock_cpu_s(NULL);
+	run_loop(&r, start);
+	sampler_stop(r.s);
+	sampler_drain(r.s, on_count, &r);
+	sampler_drain(r.s, on_count, &r);
+	{
+		double secs = (clock_mono_ns() - start) / 1e9;
+		double loop;
+
+		r.end_cpu = clock_cpu_s(NULL);
+		loop = r.end_cpu - loop_cpu;
+
+		struct session_end end = { .secs = secs, .start_unix_ns = r.start_unix_ns };
+
+		sampler_stats(r.s, end.stats);
+		if (h->on_drain)
+			h->on_drain(h->ctx, &r.prof, end.stats, secs, true);
+		profile_name_kernel_stacks(&r.prof);
+		if (h->on_end && h->on_end(h->ctx, &r.prof, &end, err, sizeof(err)))
+			goto fail;
+		write_stats_json(&r, secs, loop); /* after: peak RSS includes writing */
+	}
+	rc = 0;
+	if (o->cmd) {
+		wait_child_bounded(&r);
+		rc = child_exit_code(&r);
+	}
+	goto out;
+fail:
+	err_line(err);
+	if (r.child > 0) {
+		if (go >= 0)
+			close(go); /* a held child exits without running anything */
+		go = -1;
+		wait_child_bounded(&r);
+	}
+out:
+	if (go >= 0)
+		close(go);
+	if (errfd >= 0)
+		close(errfd);
+	sampler_close(r.s);
+	profile_free(&r.prof);
+	native_free(&r.nat);
+	free(r.nmaps);
+	hmap_free(&r.pids, free);
+	return rc;
+}

@@ -1,0 +1,72 @@
+/* session.h - one sampling session: load the BPF program, classify the
+ * processes it announces, name new stacks, move counts into a profile,
+ * stop; what every sampling command (record, top, daemon) runs, each with
+ * its own hooks. */
+#ifndef PYPERF_SESSION_H
+#define PYPERF_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyperf.h"
+
+struct profile;
+
+struct session_opts {
+	int *pids;                   /* -p; empty: every CPython process (or the command) */
+	size_t npids;
+	char **cmd;                  /* after --; NULL if none */
+	double duration;             /* -d seconds, 0: until the command exits or a signal */
+	int freq;                    /* -F */
+	bool verbose;
+	bool no_kernel;              /* --no-kernel or --python-only */
+	bool no_native;              /* --python-only */
+	uint64_t unwind_bytes;       /* cap on the unwind tables; 0: PYPERF_UNWIND_MB */
+	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
+	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
+	unsigned drain_ms;           /* how often counts are moved to user space (0: 1000);
+				      * each drain makes the sampler announce every stack
+				      * again the first time it recurs */
+	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
+};
+
+/* What a session hands on_end once sampling stopped. */
+struct session_end {
+	double secs;                 /* how long it sampled */
+	uint64_t stats[STAT_NR];     /* the sampler's counters (enum stat_idx) */
+	uint64_t start_unix_ns;      /* wall-clock time sampling started */
+};
+
+/* The commands' part, all optional.  on_drain: after each drain of the
+ * sampler's counts, with the profile so far and the sampler's counters since
+ * the start; once more with final set after sampling stopped.  on_end: after
+ * that, with the profile's kernel frames named; -1 with a message fails the
+ * session.  should_stop: every turn of the loop (about every 100 ms); true
+ * stops.  want: a CPython process was found, to be profiled as image gen (the
+ * gen of its stacks); false leaves it alone (until it execs).  on_hup: SIGHUP
+ * was received (without it, SIGHUP stops the session). */
+struct session_hooks {
+	void (*on_drain)(void *ctx, struct profile *prof, const uint64_t *sampler_stats,
+			 double elapsed_s, bool final);
+	int (*on_end)(void *ctx, struct profile *prof, const struct session_end *end, char *err,
+		      size_t errlen);
+	bool (*should_stop)(void *ctx);
+	bool (*want)(void *ctx, int pid, uint32_t gen);
+	void (*on_hup)(void *ctx);
+	void *ctx;
+};
+
+/* SIGINT, SIGTERM, SIGQUIT (and SIGHUP without on_hup) stop a session, also
+ * one not started yet; session_run installs this itself, a command that does
+ * work before it can install it earlier. */
+void session_install_signals(const struct session_hooks *h);
+/* Can this process sample at all (privileges)?  0, or -1 with a message: a
+ * command with work to do before session_run (record's files) asks first,
+ * so the message names the real problem. */
+int session_check(char *err, size_t errlen);
+/* Run a session; returns the process exit status (the command's, with one;
+ * 1 after a one-line message on stderr; 127 if the command cannot run). */
+int session_run(const struct session_opts *o, const struct session_hooks *h);
+
+#endif
