@@ -20,6 +20,7 @@
  * (`key = value` lines, keys are the long option names), the command line.
  * SIGHUP re-reads the file and applies the command line over it again. */
 #include "daemon.h"
+#include "daemon_config.h"
 #include "clock.h"
 #include "env.h"
 #include "dlog.h"
@@ -33,7 +34,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,28 +44,6 @@
 #include <unistd.h>
 
 #define APP_LEN 64
-#define MAX_SETTINGS 64
-
-struct daemon_cfg {
-	int freq;
-	double interval;
-	char match[512];             /* POSIX extended regex; "" all */
-	char cgroup[512];            /* cgroup v2 path; "" all */
-	char dir[1024];              /* pprof files; "" none */
-	long keep;
-	uint64_t keep_bytes;
-	char push[1024];             /* server URL; "" none */
-	char spool[1024];
-	uint64_t spool_bytes;
-	uint64_t unwind_bytes;       /* cap on the native unwind tables */
-	char app_env[128];
-	char log[1024];              /* "" stderr */
-	bool stats, no_kernel, python_only;
-};
-
-struct setting {
-	const char *key, *value;
-};
 
 struct app_key {
 	int pid;
@@ -79,7 +57,7 @@ struct app {
 struct daemon {
 	struct daemon_cfg cfg;
 	const char *config_path;
-	struct setting args[MAX_SETTINGS]; /* from the command line, in order */
+	struct daemon_setting args[DAEMON_MAX_SETTINGS]; /* from the command line, in order */
 	int nargs;
 	regex_t re;
 	bool have_re;
@@ -94,212 +72,7 @@ struct daemon {
 	uint64_t intervals;
 };
 
-static void defaults(struct daemon_cfg *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->freq = 19;
-	c->interval = 60;
-	c->keep = 1440;
-	c->keep_bytes = 1ull << 30;
-	snprintf(c->spool, sizeof(c->spool), "/var/lib/pyperf-bpf/spool");
-	c->spool_bytes = 256ull << 20;
-	c->unwind_bytes = (uint64_t)PYPERF_UNWIND_MB << 20;
-	snprintf(c->app_env, sizeof(c->app_env), "PYPERF_SERVICE");
-}
-
 /* ---- options ---- */
-
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0 || !isfinite(v))
-		return false;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': v *= 1024; end++; break;
-	case 'M': v *= 1024 * 1024; end++; break;
-	case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (toupper((unsigned char)*end) == 'B')
-		end++;
-	if (*end || v > 1e15)
-		return false;
-	*out = (uint64_t)v;
-	return true;
-}
-
-static bool parse_bool(const char *s, bool *out)
-{
-	if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "1") || !*s)
-		*out = true;
-	else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "0"))
-		*out = false;
-	else
-		return false;
-	return true;
-}
-
-static int set_str(char *dst, size_t len, const char *v, const char *key, char *err, size_t errlen)
-{
-	if (strlen(v) >= len) {
-		snprintf(err, errlen, "%s: too long", key);
-		return -1;
-	}
-	snprintf(dst, len, "%s", v);
-	return 0;
-}
-
-/* Apply one setting; 0, or -1 with a message. */
-static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err, size_t errlen)
-{
-	char *end;
-	double d;
-	long l;
-
-#define STR(name, field) \
-	if (!strcmp(key, name)) \
-		return set_str(c->field, sizeof(c->field), v, key, err, errlen)
-	STR("match", match);
-	STR("cgroup", cgroup);
-	STR("dir", dir);
-	STR("push", push);
-	STR("spool", spool);
-	STR("app-env", app_env);
-	STR("log", log);
-#undef STR
-	errno = 0;
-	if (!strcmp(key, "frequency")) {
-		l = strtol(v, &end, 10);
-		if (errno || end == v || *end || l < 1 || l > 1000)
-			goto bad;
-		c->freq = (int)l;
-	} else if (!strcmp(key, "interval")) {
-		d = strtod(v, &end);
-		if (errno || end == v || *end || !isfinite(d) || d < 1 || d > 86400)
-			goto bad;
-		c->interval = d;
-	} else if (!strcmp(key, "keep")) {
-		l = strtol(v, &end, 10);
-		if (errno || end == v || *end || l < 1)
-			goto bad;
-		c->keep = l;
-	} else if (!strcmp(key, "keep-bytes")) {
-		if (!parse_size(v, &c->keep_bytes) || !c->keep_bytes)
-			goto bad;
-	} else if (!strcmp(key, "spool-bytes")) {
-		if (!parse_size(v, &c->spool_bytes) || !c->spool_bytes)
-			goto bad;
-	} else if (!strcmp(key, "unwind-bytes")) {
-		if (!parse_size(v, &c->unwind_bytes) || c->unwind_bytes < 4096)
-			goto bad;
-	} else if (!strcmp(key, "stats")) {
-		if (!parse_bool(v, &c->stats))
-			goto bad;
-	} else if (!strcmp(key, "no-kernel")) {
-		if (!parse_bool(v, &c->no_kernel))
-			goto bad;
-	} else if (!strcmp(key, "python-only")) {
-		if (!parse_bool(v, &c->python_only))
-			goto bad;
-	} else {
-		snprintf(err, errlen, "unknown setting '%s'", key);
-		return -1;
-	}
-	return 0;
-bad:
-	snprintf(err, errlen, "%s: bad value '%s'", key, v);
-	return -1;
-}
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = 0;
-	return s;
-}
-
-/* `key = value` lines; # starts a comment line */
-static int apply_file(struct daemon_cfg *c, const char *path, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "re");
-	char line[2048], msg[512];
-	int lineno = 0;
-
-	if (!f) {
-		snprintf(err, errlen, "config %s: %s", path, strerror(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char *l = trim(line), *eq, *key, *val;
-
-		lineno++;
-		if (!*l || *l == '#')
-			continue;
-		eq = strchr(l, '=');
-		if (!eq) {
-			snprintf(err, errlen, "config %s:%d: expected key = value", path, lineno);
-			fclose(f);
-			return -1;
-		}
-		*eq = 0;
-		key = trim(l);
-		val = trim(eq + 1);
-		if (apply(c, key, val, msg, sizeof(msg))) {
-			snprintf(err, errlen, "config %s:%d: %s", path, lineno, msg);
-			fclose(f);
-			return -1;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
-{
-	regex_t re;
-
-	if (!c->dir[0] && !c->push[0]) {
-		snprintf(err, errlen, "no sink: give --dir DIR and/or --push URL");
-		return -1;
-	}
-	if (c->push[0] && strncmp(c->push, "http://", 7) && strncmp(c->push, "https://", 8)) {
-		snprintf(err, errlen, "--push: not an http:// or https:// URL: '%.300s'", c->push);
-		return -1;
-	}
-	if (c->match[0]) {
-		if (regcomp(&re, c->match, REG_EXTENDED | REG_NOSUB)) {
-			snprintf(err, errlen, "--match: not a regular expression: '%s'", c->match);
-			return -1;
-		}
-		regfree(&re);
-	}
-	return 0;
-}
-
-/* defaults, then the config file, then the command line */
-static int load_cfg(const struct daemon *d, struct daemon_cfg *c, char *err, size_t errlen)
-{
-	char msg[512];
-
-	defaults(c);
-	if (d->config_path && apply_file(c, d->config_path, err, errlen))
-		return -1;
-	for (int i = 0; i < d->nargs; i++)
-		if (apply(c, d->args[i].key, d->args[i].value, msg, sizeof(msg))) {
-			snprintf(err, errlen, "--%.500s", msg);
-			return -1;
-		}
-	return check_cfg(c, err, errlen);
-}
 
 static void usage(void)
 {
@@ -384,7 +157,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 				"pyperf-bpf daemon --help)\n", argv[optind - 1]);
 			return -1;
 		}
-		if (d->nargs == MAX_SETTINGS) {
+		if (d->nargs == DAEMON_MAX_SETTINGS) {
 			fprintf(stderr, "pyperf-bpf: daemon: too many options\n");
 			return -1;
 		}
@@ -837,7 +610,7 @@ static void on_hup(void *ctx)
 
 	if (dlog_reopen())
 		dlog(DLOG_ERR, "cannot reopen the log %s: %s", d->cfg.log, strerror(errno));
-	if (load_cfg(d, &c, err, sizeof(err))) {
+	if (daemon_cfg_load(&c, d->config_path, d->args, d->nargs, err, sizeof(err))) {
 		dlog(DLOG_ERR, "reload: %s; the configuration is unchanged", err);
 		return;
 	}
@@ -878,7 +651,7 @@ int daemon_main(int argc, char **argv)
 	memset(&d, 0, sizeof(d));
 	if (parse_args(&d, argc, argv))
 		return 2;
-	if (load_cfg(&d, &d.cfg, err, sizeof(err)) || env_read(&env, err, sizeof(err))) {
+	if (daemon_cfg_load(&d.cfg, d.config_path, d.args, d.nargs, err, sizeof(err)) || env_read(&env, err, sizeof(err))) {
 		fprintf(stderr, "pyperf-bpf: daemon: %s\n", err);
 		return 2;
 	}

@@ -1,0 +1,108 @@
+/* test_daemon_config.c - the daemon's settings (user/cmd/daemon_config.c):
+ * defaults, a config file under the command line, sizes with units, flags,
+ * and one-line errors that name the file and line or the option. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "daemon_config.h"
+
+static char path[64];
+
+static void write_config(const char *text)
+{
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/pyperf-cfg-%d", (int)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_defaults_need_a_sink(void **state)
+{
+	struct daemon_cfg c;
+	char err[256] = "";
+	struct daemon_setting dir = { "dir", "/tmp/p" };
+
+	(void)state;
+	assert_int_equal(daemon_cfg_load(&c, NULL, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no sink"));
+	assert_int_equal(daemon_cfg_load(&c, NULL, &dir, 1, err, sizeof(err)), 0);
+	assert_int_equal(c.freq, 19);
+	assert_true(c.interval == 60);
+	assert_string_equal(c.dir, "/tmp/p");
+	assert_string_equal(c.app_env, "PYPERF_SERVICE");
+	assert_false(c.stats);
+}
+
+static void test_file_then_command_line(void **state)
+{
+	struct daemon_cfg c;
+	char err[256] = "";
+	struct daemon_setting args[] = { { "frequency", "49" }, { "stats", "true" } };
+
+	(void)state;
+	write_config("# a comment\n\n  frequency = 99 \ninterval=10\ndir = /var/p\n"
+		     "keep-bytes = 2M\nspool-bytes=1.5GB\npython-only = yes\n");
+	assert_int_equal(daemon_cfg_load(&c, path, args, 2, err, sizeof(err)), 0);
+	assert_int_equal(c.freq, 49); /* the command line wins */
+	assert_true(c.interval == 10);
+	assert_string_equal(c.dir, "/var/p");
+	assert_int_equal(c.keep_bytes, 2u << 20);
+	assert_int_equal(c.spool_bytes, (uint64_t)(1.5 * (1ull << 30)));
+	assert_true(c.python_only);
+	assert_true(c.stats);
+	unlink(path);
+}
+
+static void test_errors_name_where(void **state)
+{
+	struct daemon_cfg c;
+	char err[256] = "";
+	struct daemon_setting bad_freq = { "frequency", "fast" };
+	struct daemon_setting bad_push = { "push", "ftp://x" };
+	struct daemon_setting bad_re = { "match", "(" };
+	struct daemon_setting dir = { "dir", "/tmp/p" };
+	struct daemon_setting two[2];
+
+	(void)state;
+	write_config("dir = /p\nkeep = many\n");
+	assert_int_equal(daemon_cfg_load(&c, path, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, ":2: keep: bad value 'many'"));
+	write_config("dir /p\n");
+	assert_int_equal(daemon_cfg_load(&c, path, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, ":1: expected key = value"));
+	write_config("colour = blue\n");
+	assert_int_equal(daemon_cfg_load(&c, path, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unknown setting 'colour'"));
+	unlink(path);
+	assert_int_equal(daemon_cfg_load(&c, path, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "No such file"));
+	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_freq, 1, err, sizeof(err)), -1);
+	assert_string_equal(err, "--frequency: bad value 'fast'");
+	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_push, 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--push: not an http"));
+	two[0] = dir;
+	two[1] = bad_re;
+	assert_int_equal(daemon_cfg_load(&c, NULL, two, 2, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "--match: not a regular expression"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_need_a_sink),
+		cmocka_unit_test(test_file_then_command_line),
+		cmocka_unit_test(test_errors_name_where),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

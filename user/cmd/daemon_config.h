@@ -1,0 +1,43 @@
+/* daemon_config.h - `pyperf-bpf daemon`'s settings, from, in increasing
+ * precedence: defaults, the --config file (`key = value` lines, keys are the
+ * long option names, # starts a comment line), the command line.  Pure
+ * parsing and checking: no side effects beyond reading the file. */
+#ifndef PYPERF_DAEMON_CONFIG_H
+#define PYPERF_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DAEMON_MAX_SETTINGS 64
+
+struct daemon_cfg {
+	int freq;
+	double interval;
+	char match[512];             /* POSIX extended regex; "" all */
+	char cgroup[512];            /* cgroup v2 path; "" all */
+	char dir[1024];              /* pprof files; "" none */
+	long keep;
+	uint64_t keep_bytes;
+	char push[1024];             /* server URL; "" none */
+	char spool[1024];
+	uint64_t spool_bytes;
+	uint64_t unwind_bytes;       /* cap on the native unwind tables */
+	char app_env[128];
+	char log[1024];              /* "" stderr */
+	bool stats, no_kernel, python_only;
+};
+
+/* One setting as given on the command line: the long option name and its
+ * value ("true" for flags). */
+struct daemon_setting {
+	const char *key, *value;
+};
+
+/* Fill *c from the defaults, the file at config_path (NULL: none) and args
+ * in order; 0, or -1 with a one-line message (naming the file and line, or
+ * the option). */
+int daemon_cfg_load(struct daemon_cfg *c, const char *config_path,
+		    const struct daemon_setting *args, int nargs, char *err, size_t errlen);
+
+#endif
