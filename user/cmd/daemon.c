@@ -1,7 +1,7 @@
 /* daemon.c - `pyperf-bpf daemon`: a recording that never ends, cut into
  * intervals.
  *
- * It is record.c's whole-host recording at a low rate, with hooks:
+ * It is a whole-host sampling session (session.c) at a low rate, with hooks:
  *   want      a new CPython process was found: keep it if it matches --match
  *             (comm or command line) and --cgroup, and note its application
  *             name (the target's $PYPERF_SERVICE, else its script or module);
@@ -10,17 +10,19 @@
  *             log the --stats line, start the next interval with the
  *             profile's counts reset, and forget processes that are gone;
  *   on_hup    reopen the log file and reload the configuration.
- * Sinks: --dir keeps files named APP-PID-TIME.pb.gz, pruned to --keep files
- * and --keep-bytes; --push queues each profile in the spool (spool.c), whose
- * thread sends them in order.  A profile is written before the counts that
+ * Sinks (daemon_sinks.c): --dir keeps files named APP-PID-TIME.pb.gz, pruned
+ * to --keep files and --keep-bytes; --push queues each profile in the spool
+ * (spool.c), whose thread sends them in order.  A profile is written before the counts that
  * made it are dropped, so a process that exits mid-interval keeps its
  * samples, named.
  *
- * Options come from, in increasing precedence: defaults, the --config file
- * (`key = value` lines, keys are the long option names), the command line.
+ * Options come from, in increasing precedence (daemon_config.c): defaults,
+ * the --config file (`key = value` lines, keys are the long option names),
+ * the command line.
  * SIGHUP re-reads the file and applies the command line over it again. */
 #include "daemon.h"
 #include "daemon_config.h"
+#include "daemon_sinks.h"
 #include "clock.h"
 #include "env.h"
 #include "dlog.h"
@@ -31,7 +33,6 @@
 #include "spool.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <regex.h>
@@ -324,123 +325,6 @@ static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint3
 	return buf;
 }
 
-static void to_dir(struct daemon *d, const char *app, int pid, uint64_t end_ns, const char *data,
-		   size_t len)
-{
-	char path[2048], stamp[32], err[512];
-	time_t t = (time_t)(end_ns / 1000000000ull);
-	struct outfile o;
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ.pb.gz", d->cfg.dir, app, pid, stamp,
-		 (unsigned long long)(end_ns / 1000000 % 1000));
-	for (int i = 2; access(path, F_OK) == 0 && i < 100; i++) /* two images of one pid */
-		snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ-%d.pb.gz", d->cfg.dir, app, pid,
-			 stamp, (unsigned long long)(end_ns / 1000000 % 1000), i);
-	if (outfile_open(&o, path, err, sizeof(err)) == 0) {
-		if (fwrite(data, 1, len, o.f) == len && outfile_commit(&o, err, sizeof(err)) == 0)
-			return;
-		if (o.f)
-			snprintf(err, sizeof(err), "cannot write %.300s: %s", path, strerror(errno));
-		outfile_discard(&o);
-	}
-	dlog(DLOG_ERR, "%s", err);
-}
-
-static void url_escape(const char *s, char *out, size_t len)
-{
-	size_t n = 0;
-
-	for (; *s && n + 4 < len; s++) {
-		if (isalnum((unsigned char)*s) || strchr("-._~", *s))
-			out[n++] = *s;
-		else
-			n += (size_t)snprintf(out + n, len - n, "%%%02X", (unsigned char)*s);
-	}
-	out[n] = 0;
-}
-
-static void to_push(struct daemon *d, const char *app, int pid, uint64_t end_ns, const char *data,
-		    size_t len)
-{
-	char name[512], ename[1600], query[2048], err[512];
-
-	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d,service_name=%s}", app, d->host, pid, app);
-	url_escape(name, ename, sizeof(ename));
-	snprintf(query, sizeof(query), "name=%s&from=%llu&until=%llu&format=pprof&sampleRate=%d"
-		 "&spyName=pyperf-bpf", ename,
-		 (unsigned long long)(d->interval_unix_ns / 1000000000ull),
-		 (unsigned long long)((end_ns + 999999999ull) / 1000000000ull), d->cfg.freq);
-	if (spool_add(d->spool, query, data, len, err, sizeof(err)))
-		dlog(DLOG_ERR, "%s", err);
-}
-
-struct dfile {
-	char name[512];
-	struct timespec mtime;
-	uint64_t size;
-};
-
-static int cmp_dfile(const void *a, const void *b)
-{
-	const struct dfile *x = a, *y = b;
-
-	if (x->mtime.tv_sec != y->mtime.tv_sec)
-		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
-	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
-		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* keep at most --keep files and --keep-bytes in --dir: the oldest go */
-static void prune_dir(struct daemon *d)
-{
-	DIR *dir = opendir(d->cfg.dir);
-	struct dfile *v = NULL;
-	size_t n = 0, cap = 0, removed = 0;
-	uint64_t total = 0;
-	struct dirent *e;
-
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		size_t l = strlen(e->d_name);
-		char path[2048];
-		struct stat st;
-
-		if (e->d_name[0] == '.' || l < 7 || strcmp(e->d_name + l - 6, ".pb.gz") ||
-		    l >= sizeof(v->name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", d->cfg.dir, e->d_name);
-		if (stat(path, &st) || !S_ISREG(st.st_mode))
-			continue;
-		if (n == cap) {
-			struct dfile *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*v));
-
-			if (!nv)
-				break;
-			v = nv;
-		}
-		snprintf(v[n].name, sizeof(v[n].name), "%s", e->d_name);
-		v[n].mtime = st.st_mtim;
-		v[n].size = (uint64_t)st.st_size;
-		total += v[n++].size;
-	}
-	closedir(dir);
-	qsort(v, n, sizeof(*v), cmp_dfile);
-	for (size_t i = 0; i < n && (n - i > (size_t)d->cfg.keep || total > d->cfg.keep_bytes); i++) {
-		char path[2048];
-
-		snprintf(path, sizeof(path), "%s/%s", d->cfg.dir, v[i].name);
-		if (unlink(path) == 0)
-			removed++;
-		total -= v[i].size;
-	}
-	free(v);
-}
-
 static long rss_kb(void)
 {
 	long pages = 0, resident = 0;
@@ -565,14 +449,15 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 		nprocs++;
 		bytes += len;
 		if (d->cfg.dir[0])
-			to_dir(d, app, pid, end_ns, data, len);
+			sink_dir_write(d->cfg.dir, app, pid, end_ns, data, len);
 		if (d->spool)
-			to_push(d, app, pid, end_ns, data, len);
+			sink_push(d->spool, d->host, app, pid, d->interval_unix_ns, end_ns, d->cfg.freq,
+				  data, len);
 		free(data);
 	}
 	free(img);
 	if (d->cfg.dir[0])
-		prune_dir(d);
+		sink_dir_prune(d->cfg.dir, d->cfg.keep, d->cfg.keep_bytes);
 	if (d->cfg.stats)
 		log_stats(d, prof, nprocs, bytes, st, secs);
 	memcpy(d->prev_stats, st, sizeof(d->prev_stats));
