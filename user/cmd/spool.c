@@ -129,7 +129,8 @@ static struct entry *list(const struct spool *s, size_t *n)
 		v[(*n)++].size = (uint64_t)st.st_size;
 	}
 	closedir(d);
-	qsort(v, *n, sizeof(*v), cmp_entry);
+	if (*n) /* an empty spool has no array: qsort wants one */
+		qsort(v, *n, sizeof(*v), cmp_entry);
 	return v;
 }
 
