@@ -28,10 +28,12 @@ static struct func f_semi = { "odd;name", "/w/a;b.py", 3, LT_LNOTAB, NULL, 0, FN
 #define add(p, hash, tid, flags, count, ...) \
 	add_stack(p, PID, hash, tid, flags, count, NULL, 0, __VA_ARGS__)
 
-static char *render(const struct profile *p, int format, bool lines, bool threads, bool procs)
+/* format's output for p; pid limits it to one process (0: all) */
+static char *render_of(const struct profile *p, int format, bool lines, bool threads, bool procs,
+		       int pid)
 {
 	struct out_ctx c = { .prof = p, .lines = lines, .threads = threads, .proc_frames = procs,
-			     .duration_s = 2.0, .freq = 100, .ncpus = 2, .top = 10 };
+			     .duration_s = 2.0, .freq = 100, .ncpus = 2, .top = 10, .pid = pid };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -42,18 +44,9 @@ static char *render(const struct profile *p, int format, bool lines, bool thread
 	return buf;
 }
 
-static char *render_pid(const struct profile *p, int format, int pid)
+static char *render(const struct profile *p, int format, bool lines, bool threads, bool procs)
 {
-	struct out_ctx c = { .prof = p, .lines = true, .duration_s = 2.0, .freq = 100, .ncpus = 2,
-			     .top = 10, .pid = pid };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	assert_int_equal(format == FMT_FOLDED ? out_folded(f, &c) : out_report(f, &c), 0);
-	fclose(f);
-	return buf;
+	return render_of(p, format, lines, threads, procs, 0);
 }
 
 /* out_ctx.pid (the daemon's per-process files) limits folded and report as
@@ -66,14 +59,14 @@ static void folded_and_report_show_only_the_chosen_process(void **state)
 	profile_init(&p);
 	add(&p, 1, 7, 0, 5, 2, &f_leaf, 0u, &f_main, 0u);
 	add_stack(&p, PID + 1, 2, 9, 0, 3, NULL, 0, 1, &f_other, 0u);
-	out = render_pid(&p, FMT_FOLDED, PID + 1);
+	out = render_of(&p, FMT_FOLDED, true, false, false, PID + 1);
 	assert_string_equal(out, "other (/w/lib.py:20) 3\n");
 	free(out);
-	out = render_pid(&p, FMT_FOLDED, 0);
+	out = render_of(&p, FMT_FOLDED, true, false, false, 0);
 	assert_non_null(strstr(out, "leaf (/w/app.py:10) 5\n"));
 	assert_non_null(strstr(out, "other (/w/lib.py:20) 3\n"));
 	free(out);
-	out = render_pid(&p, FMT_REPORT, PID);
+	out = render_of(&p, FMT_REPORT, true, false, false, PID);
 	assert_non_null(strstr(out, "pyperf-bpf: 5 samples in 2.00 s"));
 	assert_non_null(strstr(out, "100.00% 100.00%    0.05s      0.05s  leaf (/w/app.py:10)"));
 	assert_null(strstr(out, "other"));

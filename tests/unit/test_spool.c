@@ -34,13 +34,25 @@ static size_t files(const char *dir, char names[][256], size_t max)
 	return n;
 }
 
+/* the query line of the spool file named name in dir */
+static void first_line(const char *dir, const char *name, char *out, size_t len)
+{
+	char path[8192];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(out, (int)len, f));
+	fclose(f);
+}
+
 static void test_queue_in_order_full_and_restart(void **state)
 {
 	char dir[] = "/tmp/pyperf-spool-XXXXXX", err[256] = "", names[16][256], path[8192];
 	char data[100], big[300];
 	struct spool_stats st;
 	struct spool *s;
-	FILE *f;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
@@ -64,11 +76,7 @@ static void test_queue_in_order_full_and_restart(void **state)
 	assert_int_equal(spool_close(s, 0.2), 2);
 	assert_int_equal(files(dir, names, 16), 2);
 	/* the first line of each file is its query: b, then c */
-	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(data, sizeof(data), f));
-	fclose(f);
+	first_line(dir, names[0], data, sizeof(data));
 	assert_string_equal(data, "name=b\n");
 	/* a restart finds them and numbers new ones after them */
 	s = spool_open(dir, 1000, URL, err, sizeof(err));
@@ -78,11 +86,7 @@ static void test_queue_in_order_full_and_restart(void **state)
 	assert_int_equal(spool_add(s, "name=d", "y", 1, err, sizeof(err)), 0);
 	assert_int_equal(spool_close(s, 0.2), 3);
 	assert_int_equal(files(dir, names, 16), 3);
-	snprintf(path, sizeof(path), "%s/%s", dir, names[2]);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(data, sizeof(data), f));
-	fclose(f);
+	first_line(dir, names[2], data, sizeof(data));
 	assert_string_equal(data, "name=d\n");
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
