@@ -1,6 +1,7 @@
 /* daemon_config.c - the daemon's settings (see daemon_config.h): defaults,
  * then the --config file, then the command line, each value checked. */
 #include "daemon_config.h"
+#include "errmsg.h"
 #include "pyperf.h"
 
 #include <ctype.h>
@@ -61,7 +62,7 @@ static bool parse_bool(const char *s, bool *out)
 static int set_str(char *dst, size_t len, const char *v, const char *key, char *err, size_t errlen)
 {
 	if (strlen(v) >= len) {
-		snprintf(err, errlen, "%s: too long", key);
+		set_err(err, errlen, "%s: too long", key);
 		return -1;
 	}
 	snprintf(dst, len, "%s", v);
@@ -121,12 +122,12 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 		if (!parse_bool(v, &c->python_only))
 			goto bad;
 	} else {
-		snprintf(err, errlen, "unknown setting '%s'", key);
+		set_err(err, errlen, "unknown setting '%s'", key);
 		return -1;
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "%s: bad value '%s'", key, v);
+	set_err(err, errlen, "%s: bad value '%s'", key, v);
 	return -1;
 }
 
@@ -150,7 +151,7 @@ static int apply_file(struct daemon_cfg *c, const char *path, char *err, size_t 
 	int lineno = 0;
 
 	if (!f) {
-		snprintf(err, errlen, "config %s: %s", path, strerror(errno));
+		set_err(err, errlen, "config %s: %s", path, strerror(errno));
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -161,7 +162,7 @@ static int apply_file(struct daemon_cfg *c, const char *path, char *err, size_t 
 			continue;
 		eq = strchr(l, '=');
 		if (!eq) {
-			snprintf(err, errlen, "config %s:%d: expected key = value", path, lineno);
+			set_err(err, errlen, "config %s:%d: expected key = value", path, lineno);
 			fclose(f);
 			return -1;
 		}
@@ -169,7 +170,7 @@ static int apply_file(struct daemon_cfg *c, const char *path, char *err, size_t 
 		key = trim(l);
 		val = trim(eq + 1);
 		if (apply(c, key, val, msg, sizeof(msg))) {
-			snprintf(err, errlen, "config %s:%d: %s", path, lineno, msg);
+			set_err(err, errlen, "config %s:%d: %s", path, lineno, msg);
 			fclose(f);
 			return -1;
 		}
@@ -183,16 +184,16 @@ static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
 	regex_t re;
 
 	if (!c->dir[0] && !c->push[0]) {
-		snprintf(err, errlen, "no sink: give --dir DIR and/or --push URL");
+		set_err(err, errlen, "no sink: give --dir DIR and/or --push URL");
 		return -1;
 	}
 	if (c->push[0] && strncmp(c->push, "http://", 7) && strncmp(c->push, "https://", 8)) {
-		snprintf(err, errlen, "--push: not an http:// or https:// URL: '%.300s'", c->push);
+		set_err(err, errlen, "--push: not an http:// or https:// URL: '%.300s'", c->push);
 		return -1;
 	}
 	if (c->match[0]) {
 		if (regcomp(&re, c->match, REG_EXTENDED | REG_NOSUB)) {
-			snprintf(err, errlen, "--match: not a regular expression: '%s'", c->match);
+			set_err(err, errlen, "--match: not a regular expression: '%s'", c->match);
 			return -1;
 		}
 		regfree(&re);
@@ -211,7 +212,7 @@ int daemon_cfg_load(struct daemon_cfg *c, const char *config_path,
 		return -1;
 	for (int i = 0; i < nargs; i++)
 		if (apply(c, args[i].key, args[i].value, msg, sizeof(msg))) {
-			snprintf(err, errlen, "--%.500s", msg);
+			set_err(err, errlen, "--%.500s", msg);
 			return -1;
 		}
 	return check_cfg(c, err, errlen);

@@ -1,5 +1,6 @@
 /* daemon_sinks.c - where the daemon's profiles go (see daemon_sinks.h). */
 #include "daemon_sinks.h"
+#include "errmsg.h"
 #include "dlog.h"
 #include "outfile.h"
 
@@ -32,7 +33,7 @@ void sink_dir_write(const char *dirpath, const char *app, int pid, uint64_t end_
 		if (fwrite(data, 1, len, o.f) == len && outfile_commit(&o, err, sizeof(err)) == 0)
 			return;
 		if (o.f)
-			snprintf(err, sizeof(err), "cannot write %.300s: %s", path, strerror(errno));
+			set_err(err, sizeof(err), "cannot write %.300s: %s", path, strerror(errno));
 		outfile_discard(&o);
 	}
 	dlog(DLOG_ERR, "%s", err);

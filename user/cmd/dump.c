@@ -11,6 +11,7 @@
  * a sampled one, so names and the native merge are the sampler's.  Threads
  * run again before anything is printed. */
 #include "dump.h"
+#include "errmsg.h"
 #include "native.h"
 #include "output.h"
 #include "profile.h"
@@ -98,7 +99,7 @@ static int stop_threads(struct dumper *d, char *err, size_t errlen)
 
 	d->t = calloc(MAX_THREADS, sizeof(*d->t));
 	if (!d->t) {
-		snprintf(err, errlen, "out of memory");
+		set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task", d->o->pid);
@@ -107,7 +108,7 @@ static int stop_threads(struct dumper *d, char *err, size_t errlen)
 		struct dirent *e;
 
 		if (!dir) {
-			snprintf(err, errlen, "pid %d: %s", d->o->pid,
+			set_err(err, errlen, "pid %d: %s", d->o->pid,
 				 errno == ENOENT ? "no such process" : strerror(errno));
 			return -1;
 		}
@@ -125,7 +126,7 @@ static int stop_threads(struct dumper *d, char *err, size_t errlen)
 			if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
 				if (errno == ESRCH)
 					continue; /* it exited */
-				snprintf(err, errlen, "pid %d: cannot stop thread %d: %s%s", d->o->pid,
+				set_err(err, errlen, "pid %d: cannot stop thread %d: %s%s", d->o->pid,
 					 tid, strerror(errno),
 					 errno == EPERM ? " (is a debugger attached?)" : "");
 				closedir(dir);
@@ -254,7 +255,7 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 	int nts;
 
 	if (!ev) {
-		snprintf(err, errlen, "out of memory");
+		set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	if (d->o->native) {
@@ -262,7 +263,7 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 						  .remove = mem_remove, .discard = mem_discard,
 						  .ctx = d };
 		if (native_init(&d->nat, &d->store, UINT64_MAX, false)) {
-			snprintf(err, errlen, "out of memory");
+			set_err(err, errlen, "out of memory");
 			free(ev);
 			return -1;
 		}
@@ -380,7 +381,7 @@ int dump_run(const struct dump_opts *o)
 	if (rc == 0) {
 		print_dump(&d);
 		if (fflush(stdout) || ferror(stdout)) {
-			snprintf(err, sizeof(err), "cannot write stdout: %s", strerror(errno));
+			set_err(err, sizeof(err), "cannot write stdout: %s", strerror(errno));
 			rc = 1;
 		}
 	}

@@ -1,5 +1,6 @@
 /* env.c - see env.h. */
 #include "env.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ static int number(const char *name, long long lo, long long hi, long long *v, ch
 	errno = 0;
 	*v = strtoll(s, &end, 10);
 	if (errno || end == s || *end || *v < lo || *v > hi) {
-		snprintf(err, errlen, "%s: not a whole number from %lld to %lld: '%s'", name, lo, hi,
+		set_err(err, errlen, "%s: not a whole number from %lld to %lld: '%s'", name, lo, hi,
 			 s);
 		return -1;
 	}

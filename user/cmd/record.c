@@ -4,6 +4,7 @@
  * temporary names and renamed into place only when all are complete;
  * anything that fails leaves none behind. */
 #include "record.h"
+#include "errmsg.h"
 #include "outfile.h"
 #include "output.h"
 #include "profile.h"
@@ -83,7 +84,7 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 
 		rc = out_write(r->out[i].f, &c, ro->format);
 		if (rc || ferror(r->out[i].f)) {
-			snprintf(err, errlen, "cannot write %s: %s", ro->path ? ro->path : "stdout",
+			set_err(err, errlen, "cannot write %s: %s", ro->path ? ro->path : "stdout",
 				 strerror(errno ? errno : EIO));
 			return -1;
 		}

@@ -3,6 +3,7 @@
  * directory's contents in order by their sequence numbers, which continue
  * across restarts from the highest one found. */
 #include "spool.h"
+#include "errmsg.h"
 #include "clock.h"
 #include "dlog.h"
 
@@ -80,14 +81,14 @@ static int load_curl(char *err, size_t errlen)
 		return 0;
 	lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		snprintf(err, errlen, "--push needs libcurl (Debian package libcurl4): %s", dlerror());
+		set_err(err, errlen, "--push needs libcurl (Debian package libcurl4): %s", dlerror());
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		/* POSIX: a data pointer from dlsym may be used as a function pointer */
 		slots[i] = dlsym(lib, names[i]);
 		if (!slots[i]) {
-			snprintf(err, errlen, "libcurl.so.4 lacks %s", names[i]);
+			set_err(err, errlen, "libcurl.so.4 lacks %s", names[i]);
 			dlclose(lib);
 			lib = NULL;
 			return -1;
@@ -322,18 +323,18 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, c
 	size_t n;
 
 	if (!s || !(s->url = strdup(url))) {
-		snprintf(err, errlen, "out of memory");
+		set_err(err, errlen, "out of memory");
 		free(s);
 		return NULL;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	s->max_bytes = max_bytes;
 	if (mkdir(dir, 0700) && errno != EEXIST) {
-		snprintf(err, errlen, "spool %s: %s", dir, strerror(errno));
+		set_err(err, errlen, "spool %s: %s", dir, strerror(errno));
 		goto fail;
 	}
 	if (access(dir, W_OK | X_OK)) {
-		snprintf(err, errlen, "spool %s: %s", dir, strerror(errno));
+		set_err(err, errlen, "spool %s: %s", dir, strerror(errno));
 		goto fail;
 	}
 	v = list(s, &n);
@@ -344,7 +345,7 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, c
 	if (load_curl(err, errlen))
 		goto fail;
 	if (pthread_create(&s->thread, NULL, uploader, s)) {
-		snprintf(err, errlen, "cannot start the uploader thread");
+		set_err(err, errlen, "cannot start the uploader thread");
 		goto fail;
 	}
 	s->started = true;
@@ -407,7 +408,7 @@ int spool_add(struct spool *s, const char *query, const void *data, size_t len, 
 	snprintf(tmp, sizeof(tmp), "%s/.new.XXXXXX", s->dir);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		snprintf(err, errlen, "spool %s: %s", s->dir, strerror(errno));
+		set_err(err, errlen, "spool %s: %s", s->dir, strerror(errno));
 		if (fd >= 0) {
 			close(fd);
 			unlink(tmp);
@@ -417,13 +418,13 @@ int spool_add(struct spool *s, const char *query, const void *data, size_t len, 
 	fprintf(f, "%s\n", query);
 	fwrite(data, 1, len, f);
 	if (fclose(f)) {
-		snprintf(err, errlen, "spool %s: %s", s->dir, strerror(errno));
+		set_err(err, errlen, "spool %s: %s", s->dir, strerror(errno));
 		unlink(tmp);
 		return -1;
 	}
 	entry_path(s, s->next_seq++, path, sizeof(path));
 	if (rename(tmp, path)) {
-		snprintf(err, errlen, "spool %s: %s", s->dir, strerror(errno));
+		set_err(err, errlen, "spool %s: %s", s->dir, strerror(errno));
 		unlink(tmp);
 		return -1;
 	}

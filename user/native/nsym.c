@@ -16,6 +16,7 @@
  * chain of enclosing symbols, and an exact size check.  A direct-mapped
  * cache answers repeated addresses. */
 #include "nsym.h"
+#include "errmsg.h"
 #include "hmap.h"
 
 #include <elf.h>
@@ -130,19 +131,19 @@ struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path,
 		path = "";
 	got = fd < 0 ? -1 : pread(fd, h, sizeof(h), 0);
 	if (got < 0) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, fd < 0 ? "no file" : strerror(errno));
+		set_err(err, errlen, "%s: cannot read: %s", path, fd < 0 ? "no file" : strerror(errno));
 		return NULL;
 	}
 	if (got == 0) {
-		snprintf(err, errlen, "%s: empty file", path);
+		set_err(err, errlen, "%s: empty file", path);
 		return NULL;
 	}
 	if ((size_t)got < sizeof(h) || memcmp(h, ELFMAG, SELFMAG)) {
-		snprintf(err, errlen, "%s: not an ELF file", path);
+		set_err(err, errlen, "%s: not an ELF file", path);
 		return NULL;
 	}
 	if (elf_type(h) != ET_EXEC && elf_type(h) != ET_DYN) {
-		snprintf(err, errlen, "%s: ELF type %u is not an executable or shared object", path,
+		set_err(err, errlen, "%s: ELF type %u is not an executable or shared object", path,
 			 elf_type(h));
 		return NULL;
 	}
@@ -150,14 +151,14 @@ struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path,
 	    !(b->base = strdup(basename_of(path))) ||
 	    (debuginfo_path && !(b->debuginfo_path = strdup(debuginfo_path))) ||
 	    (!debuginfo_path && prefix_debug_path(path, &b->debuginfo_path))) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		set_err(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
 	len = strlen(b->base);
 	if (len > 10 && !strcmp(b->base + len - 10, " (deleted)"))
 		b->base[len - 10] = 0;
 	if ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		snprintf(err, errlen, "%s: dup: %s", path, strerror(errno));
+		set_err(err, errlen, "%s: dup: %s", path, strerror(errno));
 		goto fail;
 	}
 	/* libdwfl takes the file name for .gnu_debuglink lookups (its directory,
@@ -176,19 +177,19 @@ struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path,
 	b->cb.section_address = dwfl_offline_section_address;
 	b->cb.debuginfo_path = b->debuginfo_path ? &b->debuginfo_path : NULL;
 	if (!(b->dwfl = dwfl_begin(&b->cb))) {
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		set_err(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		goto fail;
 	}
 	b->mod = dwfl_report_elf(b->dwfl, b->base, file_name, dfd, 0, true);
 	if (!b->mod) {
 		/* libdwfl closes a descriptor it was given only on success
 		 * (in dwfl_end); on failure it is still ours */
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		set_err(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		goto fail;
 	}
 	dfd = -1;
 	if (dwfl_report_end(b->dwfl, NULL, NULL) != 0) {
-		snprintf(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
+		set_err(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		goto fail;
 	}
 	return b;

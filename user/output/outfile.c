@@ -1,6 +1,7 @@
 /* outfile.c - output files written under a temporary name and renamed into
  * place when complete (see outfile.h). */
 #include "outfile.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,14 +26,14 @@ int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen)
 	snprintf(o->tmp, sizeof(o->tmp), "%s/.pyperf-bpf.XXXXXX", dirname(dir));
 	fd = mkostemp(o->tmp, O_CLOEXEC); /* a profiled command must not inherit it */
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		o->tmp[0] = 0;
 		return -1;
 	}
 	fchmod(fd, 0644);
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(o->tmp);
 		o->tmp[0] = 0;
@@ -55,7 +56,7 @@ int outfile_commit(struct outfile *o, char *err, size_t errlen)
 		o->tmp[0] = 0;
 		return 0;
 	}
-	snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
+	set_err(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
 	outfile_discard(o);
 	return -1;
 }

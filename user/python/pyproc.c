@@ -10,6 +10,7 @@
  * Symbol lookups are cached per file (device, inode): a host with many Python
  * processes parses each interpreter binary once. */
 #include "pyproc.h"
+#include "errmsg.h"
 #include "elfsym.h"
 #include "procmaps.h"
 #include "py_debug_offsets.h"
@@ -89,7 +90,7 @@ static int load_bias(int pid, const struct proc_maps *maps, const struct proc_ma
 	char host[PATH_MAX + 32];
 
 	if (!procmaps_host_path(pid, m->path, host, sizeof(host))) {
-		snprintf(err, errlen, "pid %d: path too long: %s", pid, m->path);
+		set_err(err, errlen, "pid %d: path too long: %s", pid, m->path);
 		return -1;
 	}
 	return elf_load_bias(host, maps, m->path, bias, err, errlen);
@@ -117,9 +118,9 @@ static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t err
 		out->off = *t;
 		return PYPROC_OK;
 	}
-	snprintf(err, errlen,
-		 "pid %d: unsupported Python %d.%d (%s)%s%s: supported are 3.8 to 3.15",
-		 out->pid, out->major, out->minor, out->binary, why[0] ? ": " : "", why);
+	set_err(err, errlen,
+		"pid %d: unsupported Python %d.%d (%s)%s%s: supported are 3.8 to 3.15",
+		out->pid, out->major, out->minor, out->binary, why[0] ? ": " : "", why);
 	return PYPROC_UNSUPPORTED;
 }
 
@@ -153,7 +154,7 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 			out->major = (ver >> 24) & 0xff;
 			out->minor = (ver >> 16) & 0xff;
 		} else if (!version_from_name(procmaps_basename(m), &out->major, &out->minor)) {
-			snprintf(err, errlen, "pid %d: cannot tell the Python version of %s", pid, m->path);
+			set_err(err, errlen, "pid %d: cannot tell the Python version of %s", pid, m->path);
 			return PYPROC_UNSUPPORTED;
 		}
 		return pick_offsets(out, err, errlen);
@@ -162,11 +163,11 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 		int major = 0, minor = 0;
 
 		version_from_name(procmaps_basename(old_python), &major, &minor);
-		snprintf(err, errlen, "pid %d: unsupported Python %d.%d (%s): supported are 3.8 to 3.15",
+		set_err(err, errlen, "pid %d: unsupported Python %d.%d (%s): supported are 3.8 to 3.15",
 			 pid, major, minor, old_python->path);
 		return PYPROC_UNSUPPORTED;
 	}
-	snprintf(err, errlen, "pid %d is not a CPython process", pid);
+	set_err(err, errlen, "pid %d is not a CPython process", pid);
 	return PYPROC_NOT_PYTHON;
 }
 
@@ -180,7 +181,7 @@ enum pyproc_status pyproc_inspect(int pid, struct pyproc *out, char *err, size_t
 	memset(out, 0, sizeof(*out));
 	if (procmaps_read(pid, &maps, err, errlen)) {
 		if (errno == ESRCH || errno == ENOENT) {
-			snprintf(err, errlen, "pid %d: no such process", pid);
+			set_err(err, errlen, "pid %d: no such process", pid);
 			return PYPROC_GONE;
 		}
 		return PYPROC_NOT_PYTHON;
@@ -196,7 +197,7 @@ enum pyproc_status pyproc_inspect(int pid, struct pyproc *out, char *err, size_t
 	st = inspect_maps(pid, &maps, n > 0 ? exe : NULL, out, err, errlen);
 	procmaps_free(&maps);
 	if (st == PYPROC_NOT_PYTHON && kill(pid, 0) && errno == ESRCH) {
-		snprintf(err, errlen, "pid %d: no such process", pid);
+		set_err(err, errlen, "pid %d: no such process", pid);
 		return PYPROC_GONE;
 	}
 	return st;

@@ -6,6 +6,7 @@
  * counts), then read-and-delete the idle map in batches.  Nothing is lost at a
  * flip and nothing is counted twice. */
 #include "sampler.h"
+#include "errmsg.h"
 #include "clock.h"
 #include "native.h"
 #include "pyperf.skel.h"
@@ -70,19 +71,19 @@ int sampler_check_privileges(char *err, size_t errlen)
 		return 0; /* cannot tell: let the kernel decide at load time */
 	if (has_cap(d, CAP_SYS_ADMIN) || (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON)))
 		return 0;
-	snprintf(err, errlen, NO_PRIVILEGE_MSG);
+	set_err(err, errlen, NO_PRIVILEGE_MSG);
 	return -1;
 }
 
 static void explain_load_error(int e, char *err, size_t errlen)
 {
 	if (e == EPERM)
-		snprintf(err, errlen, NO_PRIVILEGE_MSG);
+		set_err(err, errlen, NO_PRIVILEGE_MSG);
 	else if (e == EACCES)
-		snprintf(err, errlen, "the kernel's BPF verifier rejected the sampler (rerun with -v "
+		set_err(err, errlen, "the kernel's BPF verifier rejected the sampler (rerun with -v "
 			 "for its log)");
 	else
-		snprintf(err, errlen, "cannot load the BPF sampler: %s (rerun with -v for details)",
+		set_err(err, errlen, "cannot load the BPF sampler: %s (rerun with -v for details)",
 			 strerror(e));
 }
 
@@ -94,21 +95,21 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	int e;
 
 	if (access(btf_path(), R_OK)) {
-		snprintf(err, errlen, "the kernel has no BTF (%s: %s); pyperf-bpf needs a kernel "
+		set_err(err, errlen, "the kernel has no BTF (%s: %s); pyperf-bpf needs a kernel "
 			 "built with CONFIG_DEBUG_INFO_BTF", btf_path(), strerror(errno));
 		return -1;
 	}
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(print_libbpf);
 	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 0) {
-		snprintf(err, errlen, "this kernel lacks the bpf_loop helper (Linux 5.17 or later is "
+		set_err(err, errlen, "this kernel lacks the bpf_loop helper (Linux 5.17 or later is "
 			 "needed)");
 		return -1;
 	}
 	oo.btf_custom_path = getenv("PYPERF_VMLINUX_BTF");
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	s->freq = o->freq;
@@ -136,12 +137,12 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 	}
 	e = pyperf_bpf__attach(s->skel); /* the tracepoints; perf events come in sampler_start */
 	if (e) {
-		snprintf(err, errlen, "cannot attach the process tracepoints: %s", strerror(-e));
+		set_err(err, errlen, "cannot attach the process tracepoints: %s", strerror(-e));
 		goto fail;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), fn, ctx, NULL);
 	if (!s->rb) {
-		snprintf(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
+		set_err(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
 		goto fail;
 	}
 	*out = s;
@@ -281,14 +282,14 @@ int sampler_start(struct sampler *s, char *err, size_t errlen)
 	int n = libbpf_num_possible_cpus();
 
 	if (n <= 0) {
-		snprintf(err, errlen, "cannot count CPUs: %s", strerror(-n));
+		set_err(err, errlen, "cannot count CPUs: %s", strerror(-n));
 		return -1;
 	}
 	s->ncpus = n;
 	s->links = calloc(n, sizeof(*s->links));
 	s->pfds = malloc(n * sizeof(*s->pfds));
 	if (!s->links || !s->pfds) {
-		snprintf(err, errlen, "out of memory");
+		set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	for (int cpu = 0; cpu < n; cpu++)
@@ -298,13 +299,13 @@ int sampler_start(struct sampler *s, char *err, size_t errlen)
 		if (s->pfds[cpu] < 0) {
 			if (errno == ENODEV || errno == ENOENT)
 				continue; /* possible but offline CPU */
-			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d): %s", cpu,
+			set_err(err, errlen, "perf_event_open(cpu-clock, cpu %d): %s", cpu,
 				 strerror(errno));
 			return -1;
 		}
 		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_sample, s->pfds[cpu]);
 		if (!s->links[cpu]) {
-			snprintf(err, errlen, "cannot attach the sampler to cpu %d: %s", cpu,
+			set_err(err, errlen, "cannot attach the sampler to cpu %d: %s", cpu,
 				 strerror(errno));
 			return -1;
 		}

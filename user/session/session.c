@@ -16,6 +16,7 @@
  * exponential backoff (a fresh exec may not have mapped libpython yet); a
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "session.h"
+#include "errmsg.h"
 #include "clock.h"
 #include "native.h"
 #include "profile.h"
@@ -265,12 +266,12 @@ static int spawn_held(struct session *r, int *errfd, char *err, size_t errlen)
 	int go[2], ex[2];
 
 	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		set_err(err, errlen, "pipe: %s", strerror(errno));
 		return -1;
 	}
 	r->child = fork();
 	if (r->child < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		set_err(err, errlen, "fork: %s", strerror(errno));
 		return -1;
 	}
 	if (r->child == 0) {
@@ -303,7 +304,7 @@ static bool child_exec_failed(int errfd, const char *cmd, char *err, size_t errl
 	int e;
 
 	if (read(errfd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-		snprintf(err, errlen, "cannot run %s: %s", cmd, strerror(e));
+		set_err(err, errlen, "cannot run %s: %s", cmd, strerror(e));
 		return true;
 	}
 	return false;
@@ -350,7 +351,7 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 		if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
 			return -1;
 		if (sampler_add_target(r->s, pid) || adopt(r, &py)) {
-			snprintf(err, errlen, "pid %d: cannot configure the sampler: %s", pid,
+			set_err(err, errlen, "pid %d: cannot configure the sampler: %s", pid,
 				 strerror(errno));
 			return -1;
 		}
@@ -532,7 +533,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		if (!st || native_init(&r.nat, st,
 				       o->unwind_bytes ? o->unwind_bytes
 						       : (uint64_t)PYPERF_UNWIND_MB << 20, true)) {
-			snprintf(err, sizeof(err), "cannot set up the native unwind tables: %s",
+			set_err(err, sizeof(err), "cannot set up the native unwind tables: %s",
 				 strerror(errno ? errno : ENOMEM));
 			goto fail;
 		}
@@ -540,7 +541,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		r.nat.debuginfo_path = o->debuginfo_path;
 		r.nmaps = malloc(sizeof(*r.nmaps));
 		if (!r.nmaps) {
-			snprintf(err, sizeof(err), "out of memory");
+			set_err(err, sizeof(err), "out of memory");
 			goto fail;
 		}
 		r.prof.nat = &r.nat;
@@ -549,7 +550,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	if (describe_pids(&r, err, sizeof(err)))
 		goto fail;
 	if (o->cmd && sampler_add_target(r.s, r.child)) {
-		snprintf(err, sizeof(err), "cannot configure the sampler: %s", strerror(errno));
+		set_err(err, sizeof(err), "cannot configure the sampler: %s", strerror(errno));
 		goto fail;
 	}
 	if (sampler_start(r.s, err, sizeof(err)))
