@@ -34,7 +34,7 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(BUILD)
 	$(BPFTOOL) btf dump file $${PYPERF_VMLINUX_BTF:-/sys/kernel/btf/vmlinux} format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c bpf/pyperf.h bpf/unwind_step.h $(BUILD)/vmlinux.h
+$(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* native_unwind.bpf.h - the native half of the sampler's walk: unwind the
+ * sampled thread's user stack from the CFI tables the loader built.  A part
+ * of pyperf.bpf.c, included after its maps, its helpers and the Python walk
+ * (one program, one compilation: the verifier sees it whole). */
+#ifndef PYPERF_NATIVE_UNWIND_BPF_H
+#define PYPERF_NATIVE_UNWIND_BPF_H
+
+/* ---- unwinding the native user stack ----
+ *
+ * Without frame pointers: the loader turned each binary's CFI into rows
+ * (pyperf.h, struct unwind_row).  Per frame: find the mapping holding pc
+ * (binary search in the process's native_maps), then the row for pc in that
+ * binary's table (binary search in its rows array), compute the CFA, read the
+ * return address at CFA - 8 and, if the row says so, the caller's rbp.
+ * Mappings without CFI (JIT code such as perf trampolines) are followed by
+ * frame pointers. */
+
+struct native_walk {
+	struct scratch *s;
+	const struct native_maps *nm;
+	struct unwind_regs g;    /* the frame being unwound */
+	__u64 hash;
+	__u32 tgid, gen;
+};
+
+/* Binary searches keep their bounds in the scratch map through volatile
+ * accesses: to the verifier they are then unknown numbers, and the states of
+ * both branches of an iteration are the same, so it checks the loop body
+ * once per iteration instead of once per path. */
+#define VLOAD(x) (*(volatile __u32 *)&(x))
+#define VSTORE(x, v) (*(volatile __u32 *)&(x) = (v))
+
+/* Each binary search is a bpf_loop of its own, so the verifier checks one
+ * step once rather than every unrolled iteration on every path to it. */
+struct search {
+	struct scratch *s;
+	const void *base;        /* the native_maps, or a table's rows map */
+	__u64 pc;
+};
+
+static long mapping_step(__u32 i, struct search *q)
+{
+	const struct native_maps *nm = q->base;
+	struct scratch *s = q->s;
+	__u32 lo = VLOAD(s->lo), hi = VLOAD(s->hi), mid;
+
+	if (lo >= hi)
+		return 1;
+	mid = (lo + hi) / 2;
+	if (nm->m[mid & (PYPERF_MAX_MAPPINGS - 1)].start <= q->pc)
+		VSTORE(s->lo, mid + 1);
+	else
+		VSTORE(s->hi, mid);
+	return 0;
+}
+
+/* 1 + the index of the mapping holding pc, or 0 */
+static __always_inline __u32 find_mapping(struct scratch *s, const struct native_maps *nm,
+					  __u64 pc)
+{
+	struct search q = { .s = s, .base = nm, .pc = pc };
+	__u32 lo;
+
+	VSTORE(s->lo, 0);
+	VSTORE(s->hi, nm->n > PYPERF_MAX_MAPPINGS ? PYPERF_MAX_MAPPINGS : nm->n);
+	bpf_loop(10, mapping_step, &q, 0); /* 2^10 > PYPERF_MAX_MAPPINGS */
+	lo = VLOAD(s->lo);
+	if (!lo || pc >= nm->m[(lo - 1) & (PYPERF_MAX_MAPPINGS - 1)].end)
+		return 0;
+	return lo;
+}
+
+static long row_step(__u32 i, struct search *q)
+{
+	struct scratch *s = q->s;
+	const struct unwind_row *r;
+	__u32 lo = VLOAD(s->lo), hi = VLOAD(s->hi), mid;
+
+	if (lo >= hi)
+		return 1;
+	mid = lo + (hi - lo) / 2;
+	r = bpf_map_lookup_elem((void *)q->base, &mid);
+	if (!r) {
+		VSTORE(s->lo, 0); /* cannot happen: the header's count is the size */
+		VSTORE(s->hi, 0);
+		return 1;
+	}
+	if (r->pc <= q->pc)
+		VSTORE(s->lo, mid + 1);
+	else
+		VSTORE(s->hi, mid);
+	return 0;
+}
+
+/* the row covering pc (an ELF address) in a table's rows [1, 1 + nrows):
+ * only among the rows of its page when the table's page index covers it
+ * (bpf/pyperf.h) */
+static __always_inline const struct unwind_row *find_row(struct scratch *s, void *rows,
+							 __u32 nrows, __u32 pc)
+{
+	struct search q = { .s = s, .base = rows, .pc = pc };
+	const struct unwind_row *meta, *e0, *e1;
+	__u32 mid, k = 0, lo = 1, hi = 1 + nrows;
+
+	mid = 1 + nrows;
+	meta = bpf_map_lookup_elem(rows, &mid);
+	if (meta && unwind_index_page(meta, pc, &k)) {
+		mid = unwind_index_elem(nrows, k);
+		e0 = bpf_map_lookup_elem(rows, &mid);
+		mid = unwind_index_elem(nrows, k + 1);
+		e1 = bpf_map_lookup_elem(rows, &mid);
+		if (e0 && e1) {
+			lo = ((const __u32 *)e0)[k & 1] + 1;
+			hi = ((const __u32 *)e1)[(k + 1) & 1] + 1;
+		}
+	}
+	VSTORE(s->lo, lo);
+	VSTORE(s->hi, hi);
+	bpf_loop(27, row_step, &q, 0); /* 2^27 rows at most */
+	mid = VLOAD(s->lo);
+	if (mid <= 1)
+		return NULL;
+	mid -= 1;
+	return bpf_map_lookup_elem(rows, &mid);
+}
+
+/* ask the loader for a table it has not loaded (yet), at most every 100 ms */
+static __always_inline void request_table(__u32 tgid, __u32 table)
+{
+	__u64 now = bpf_ktime_get_ns(), next = now + 100ULL * 1000 * 1000, *t;
+	struct ev_table ev = { .kind = EV_TABLE, .pid = tgid, .table = table };
+
+	t = bpf_map_lookup_elem(&table_req, &table);
+	if (t && now < *t)
+		return;
+	bpf_map_update_elem(&table_req, &table, &next, BPF_ANY);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+}
+
+/* ask the loader to read the process's mappings again, at most every
+ * MAPS_REREAD_NS, and not for a pc in a page it backs off from.  Returns
+ * true for such a page (a stray pc, known not to be mapped): else the pc
+ * may be code mapped since the last read, and the mappings are pending. */
+static __always_inline bool request_maps(__u32 tgid, __u64 pc)
+{
+	__u64 now = bpf_ktime_get_ns(), next = now + MAPS_REREAD_NS, *t;
+	struct stray_key k = { .tgid = tgid, .page = pc >> 12 };
+	struct ev_maps ev = { .kind = EV_MAPS, .pid = tgid, .pc = pc };
+
+	t = bpf_map_lookup_elem(&stray_pcs, &k);
+	if (t && now < *t)
+		return true;
+	t = bpf_map_lookup_elem(&maps_req, &tgid);
+	if (t && now < *t)
+		return false;
+	bpf_map_update_elem(&maps_req, &tgid, &next, BPF_ANY);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	return false;
+}
+
+static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc)
+{
+	u->s->ev.native[n & (PYPERF_MAX_NATIVE - 1)] = pc;
+	u->s->ev.nnative = n + 1;
+	u->hash = mix(u->hash, pc);
+}
+
+/* A word of the user stack.  Callers' frames lie above (at higher
+ * addresses), so one read of PYPERF_STACK_WINDOW bytes from the lowest word
+ * a frame needs serves several frames. */
+static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
+{
+	if (addr < s->stk_lo || addr + 8 > s->stk_hi) {
+		if (bpf_probe_read_user(s->stk, PYPERF_STACK_WINDOW, (void *)addr)) {
+			/* the window would run past the end of the stack */
+			s->stk_lo = s->stk_hi = 0;
+			return bpf_probe_read_user(val, sizeof(*val), (void *)addr);
+		}
+		s->stk_lo = addr;
+		s->stk_hi = addr + PYPERF_STACK_WINDOW;
+	}
+	*val = *(__u64 *)(s->stk + ((addr - s->stk_lo) & (PYPERF_STACK_WINDOW - 1)));
+	return 0;
+}
+
+/* the unwinder's step, shared with user space: it reads the stack through
+ * the scratch map's window */
+#define UNWIND_READ(ctx, addr, dst) stack_word((struct scratch *)(ctx), (addr), (dst))
+#include "unwind_step.h"
+
+static long native_step(__u32 i, struct native_walk *u)
+{
+	__u32 n = u->s->ev.nnative;
+	const struct native_mapping *m;
+	const struct unwind_row *r, *hdr;
+	struct row_cache_entry *c;
+	__u64 pc = u->g.pc, look;
+	__u32 slot, idx, zero = 0;
+	void *rows;
+
+	if (!pc)
+		return 1; /* frame pointer chains end with 0 */
+	if (n >= PYPERF_MAX_NATIVE) {
+		VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_TRUNCATED);
+		return 1;
+	}
+	/* a return address points after its call, which may be a function's
+	 * last instruction: look up the call itself */
+	look = pc - (n ? 1 : 0);
+	c = &u->s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
+	if (n && c->pc == look && c->tgid == u->tgid && c->gen == u->gen) {
+		u->s->row = c->row;
+		native_push(u, n, pc);
+		goto unwind;
+	}
+	/* consecutive frames often share a mapping; its index is kept in the
+	 * scratch map, not the stack, so both ways on meet in one state */
+	idx = VLOAD(u->s->last);
+	m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	if (!idx || pc < m->start || pc >= m->end) {
+		idx = find_mapping(u->s, u->nm, pc);
+		VSTORE(u->s->last, idx);
+		if (!idx) {
+			/* code mapped after the loader last looked (dlopen, a new
+			 * JIT or trampoline arena) is pending until it looks again;
+			 * a pc it found unmapped is a stray: the stack is cut */
+			native_push(u, n, pc);
+			VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE |
+					     (request_maps(u->tgid, pc) ? 0 : STACK_NATIVE_PENDING));
+			return 1;
+		}
+		m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	}
+	if (m->table == TABLE_NONE)
+		goto frame_pointers;
+	slot = TABLE_SLOT(m->table);
+	rows = bpf_map_lookup_elem(&unwind_tables, &slot);
+	hdr = rows ? bpf_map_lookup_elem(rows, &zero) : NULL;
+	if (!hdr || hdr->pc != m->table) {
+		/* not loaded yet, or evicted: the loader builds it */
+		native_push(u, n, pc);
+		request_table(u->tgid, m->table);
+		VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_PENDING);
+		goto incomplete;
+	}
+	if (VLOAD(u->s->used) != m->table) {
+		/* in the scratch map, not on the stack: the verifier then sees
+		 * the same state whether or not this branch was taken */
+		VSTORE(u->s->used, m->table);
+		bpf_map_update_elem(&table_used, &slot, &u->s->now, BPF_ANY);
+	}
+	if (!hdr->nrows)
+		goto frame_pointers;
+	if (hdr->nrows == UNWIND_NO_TABLE) {
+		native_push(u, n, pc);
+		goto incomplete;
+	}
+	r = find_row(u->s, rows, hdr->nrows, (__u32)(look - m->bias));
+	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED) {
+		native_push(u, n, pc);
+		goto incomplete;
+	}
+	u->s->row = *r;
+	if (n) {
+		c->pc = look;
+		c->tgid = u->tgid;
+		c->gen = u->gen;
+		c->row = *r;
+	}
+	/* the leaf's key is its row: samples anywhere in that stretch of code
+	 * share one stack (a return address is already stable) */
+	native_push(u, n, n ? pc : r->pc + m->bias);
+unwind:
+	/* both ways here leave the row in the scratch map, where the verifier
+	 * does not track it: their states match and it checks what follows once */
+	switch (unwind_cfi_step(u->s, &u->s->row, &u->g)) {
+	case UNWIND_STEPPED:
+		return 0;
+	case UNWIND_END:
+		return 1; /* the outermost frame: complete */
+	default:
+		goto incomplete;
+	}
+frame_pointers:
+	/* no CFI: trust rbp to be a frame pointer */
+	native_push(u, n, pc);
+	if (unwind_fp_step(u->s, &u->g) == UNWIND_STEPPED)
+		return 0;
+incomplete:
+	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
+	return 1;
+}
+
+/* Unwind the user stack of the current task into the CPU's scratch
+ * ev.native; returns the STACK_NATIVE* flags and folds the frames into
+ * scratch.hash.  A global function: the verifier checks it once, on its
+ * own, not once for every state of on_sample that reaches it. */
+__noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 gen)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &cpu);
+	struct native_walk u = { .s = s, .tgid = tgid, .gen = gen };
+	struct pt_regs *regs;
+	__u32 flags;
+
+	if (!s)
+		return 0;
+	u.hash = s->hash;
+	s->ev.nnative = 0;
+	u.nm = bpf_map_lookup_elem(&native_procs, &tgid);
+	if (!u.nm) {
+		/* the loader has not read this process's mappings (yet): the
+		 * native part is missing, and the stack says so */
+		request_maps(tgid, 0);
+		stat_inc(STAT_NATIVE_INCOMPLETE);
+		stat_inc(STAT_NATIVE_PENDING);
+		return STACK_NATIVE | STACK_NATIVE_INCOMPLETE | STACK_NATIVE_PENDING;
+	}
+	/* whole-word loads: the verifier allows only those on the context */
+	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) { /* interrupted in user mode */
+		u.g.pc = *(volatile __u64 *)&ctx->regs.ip;
+		u.g.sp = *(volatile __u64 *)&ctx->regs.sp;
+		u.g.bp = *(volatile __u64 *)&ctx->regs.bp;
+		u.g.bx = *(volatile __u64 *)&ctx->regs.bx;
+	} else { /* in the kernel: the user registers saved at kernel entry */
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!regs)
+			return STACK_NATIVE | STACK_NATIVE_INCOMPLETE;
+		u.g.pc = BPF_CORE_READ(regs, ip);
+		u.g.sp = BPF_CORE_READ(regs, sp);
+		u.g.bp = BPF_CORE_READ(regs, bp);
+		u.g.bx = BPF_CORE_READ(regs, bx);
+	}
+	s->nflags = STACK_NATIVE;
+	s->now = bpf_ktime_get_ns();
+	s->used = 0;
+	s->last = 0;
+	s->stk_lo = s->stk_hi = 0;
+	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, &u, 0);
+	flags = s->nflags;
+	if (flags & STACK_NATIVE_INCOMPLETE)
+		stat_inc(STAT_NATIVE_INCOMPLETE);
+	if (flags & STACK_NATIVE_TRUNCATED)
+		stat_inc(STAT_NATIVE_TRUNCATED);
+	if (flags & STACK_NATIVE_PENDING)
+		stat_inc(STAT_NATIVE_PENDING);
+	s->hash = mix(u.hash, s->ev.nnative);
+	return flags;
+}
+
+#endif

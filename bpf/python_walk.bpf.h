@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* python_walk.bpf.h - the Python half of the sampler's walk: find the
+ * sampled thread's PyThreadState, then walk its frame chain, keeping (code
+ * object, instruction offset, first line) per frame.  A part of
+ * pyperf.bpf.c, included after its maps and helpers (one program, one
+ * compilation: the verifier sees it whole). */
+#ifndef PYPERF_PYTHON_WALK_BPF_H
+#define PYPERF_PYTHON_WALK_BPF_H
+
+/* ---- finding the thread's PyThreadState ---- */
+
+struct thread_walk {
+	__u64 tstate;
+	__u64 want;               /* pthread id == FS base of the thread */
+	__u16 next_off, id_off;
+	__u64 found;
+};
+
+static long thread_step(__u32 i, struct thread_walk *w)
+{
+	if (!w->tstate)
+		return 1;
+	if (read_ptr(w->tstate + w->id_off) == w->want) {
+		w->found = w->tstate;
+		return 1;
+	}
+	w->tstate = read_ptr(w->tstate + w->next_off);
+	return 0;
+}
+
+static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, __u32 tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fsbase = task->thread.fsbase, interp, now;
+	const struct py_offsets *o = &p->off;
+	struct tstate_cache *c = bpf_map_lookup_elem(&tcache, &tid);
+	struct tstate_cache fresh = { .tgid = tgid };
+	struct thread_walk w = { .want = fsbase, .next_off = o->tstate_next,
+				 .id_off = o->tstate_thread_id };
+
+	if (c && c->tgid == tgid && c->tstate &&
+	    read_ptr(c->tstate + o->tstate_thread_id) == fsbase)
+		return c->tstate; /* the common case: one map lookup, one read */
+	now = bpf_ktime_get_ns();
+	if (c && c->tgid == tgid && !c->tstate && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
+		return 0;
+	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
+	if (interp)
+		w.tstate = read_ptr(interp + o->interp_threads_head);
+	if (!w.tstate)
+		return 0; /* interpreter not (yet) running: nothing worth caching */
+	bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
+	fresh.tstate = w.found;
+	fresh.stamp_ns = now;
+	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
+	return w.found;
+}
+
+/* ---- walking the frames ---- */
+
+struct frame_walk {
+	struct scratch *s;
+	const struct py_offsets *o;
+	__u64 frame;
+	__u64 hash;
+	__u32 flags;
+	__u32 read_len;          /* bytes of a frame to read */
+	__u32 win_size;          /* bytes to read below a frame (3.11+ frames are stacked) */
+	__u16 code_lo, code_len; /* span of a code object holding the check fields */
+};
+
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 31);
+}
+
+static __always_inline __u64 buf_u64(const __u8 *buf, __u16 off)
+{
+	return *(const __u64 *)(buf + (off & (PYPERF_FRAME_READ_MAX - 1)));
+}
+
+/* A code object's identity beyond its address, which the allocator reuses:
+ * co_firstlineno mixed with the addresses of co_filename and co_name.  The
+ * loader computes the same from the object it reads (py_code_check). */
+static __always_inline __u32 code_check(struct frame_walk *w, __u64 code)
+{
+	const struct py_offsets *o = w->o;
+	__u8 *buf = w->s->code_buf;
+	__u32 len = w->code_len, first;
+
+	if (len > PYPERF_FRAME_READ_MAX)
+		len = PYPERF_FRAME_READ_MAX;
+	if (bpf_probe_read_user(buf, len, (void *)(code + w->code_lo)))
+		return 0;
+	first = *(__u32 *)(buf + ((o->code_firstlineno - w->code_lo) & (PYPERF_FRAME_READ_MAX - 1)));
+	return py_code_check(first, buf_u64(buf, o->code_filename - w->code_lo),
+			     buf_u64(buf, o->code_name - w->code_lo));
+}
+
+/* second pass, only for a stack new in this counts map: identify its code objects */
+static long check_step(__u32 i, struct frame_walk *w)
+{
+	struct py_frame *f;
+
+	if (i >= w->s->ev.nframes)
+		return 1;
+	f = &w->s->ev.frames[i & (PYPERF_MAX_FRAMES - 1)];
+	f->check = code_check(w, f->code);
+	return 0;
+}
+
+/* The bytes of the frame at w->frame, from the window or read into it.  3.11+
+ * keeps frames of Python-to-Python calls stacked in one memory area, callers
+ * below callees, so one read below the leaf covers several frames.  The
+ * window never reaches below the frame's own page, so reading it fails only
+ * where reading the frame alone would. */
+static __always_inline __u8 *frame_bytes(struct frame_walk *w)
+{
+	struct scratch *s = w->s;
+	__u64 fr = w->frame, end = fr + w->read_len, lo;
+	__u32 len;
+
+	if (fr < s->win_lo || end > s->win_hi) {
+		lo = end - w->win_size;
+		if (lo < (fr & ~4095ULL))
+			lo = fr & ~4095ULL;
+		if (lo > fr)
+			lo = fr;
+		/* end - lo <= max(win_size, read_len) <= PYPERF_WINDOW; the mask
+		 * states the bound in a form the verifier keeps */
+		len = (end - lo) & (2 * PYPERF_WINDOW - 1);
+		if (len > PYPERF_WINDOW)
+			return NULL;
+		if (bpf_probe_read_user(s->window, len, (void *)lo))
+			return NULL;
+		s->win_lo = lo;
+		s->win_hi = end;
+	}
+	return s->window + ((fr - s->win_lo) & (PYPERF_WINDOW - 1));
+}
+
+static long frame_step(__u32 i, struct frame_walk *w)
+{
+	const struct py_offsets *o = w->o;
+	__u8 *buf;
+	__u64 code, instr_raw;
+	__u32 instr, n = w->s->ev.nframes; /* in the map value: untracked, so
+						* the verifier need not unroll the loop */
+	struct py_frame *f;
+
+	if (!w->frame)
+		return 1;
+	if (n >= PYPERF_MAX_FRAMES) {
+		w->flags |= STACK_TRUNCATED;
+		return 1;
+	}
+	buf = frame_bytes(w);
+	if (!buf) {
+		w->flags |= STACK_BAD_READ;
+		return 1;
+	}
+	code = py_frame_code(o, buf_u64(buf, o->frame_code));
+	w->frame = buf_u64(buf, o->frame_back);
+	if (py_frame_is_shim(o, buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)])) {
+		/* an entry shim (3.12+): not Python code, but the frame above it
+		 * is the first one of an eval-loop call */
+		if (n > 0 && n <= PYPERF_MAX_FRAMES) {
+			w->s->ev.frames[(n - 1) & (PYPERF_MAX_FRAMES - 1)].instr |= PY_FRAME_ENTRY;
+			w->hash = mix(w->hash, n);
+		}
+		return 0;
+	}
+	if (!code)
+		return 0;
+	instr_raw = buf_u64(buf, o->frame_instr);
+	if (o->instr_kind == INSTR_POINTER)
+		instr = (__u32)(instr_raw - (code + o->code_adaptive));
+	else if (o->instr_kind == INSTR_LASTI_UNITS)
+		instr = (__s32)instr_raw < 0 ? (__u32)-1 : (__u32)instr_raw * 2;
+	else
+		instr = (__u32)instr_raw;
+	instr = PY_FRAME_INSTR(instr);
+	if (o->frame_is_entry != PYPERF_NO_OFFSET) {
+		if (buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)])
+			instr |= PY_FRAME_ENTRY; /* 3.11 */
+	} else if (o->frame_owner == PYPERF_NO_OFFSET) {
+		instr |= PY_FRAME_ENTRY; /* up to 3.10 every frame has its own eval call */
+	}
+	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
+	f->code = code;
+	f->instr = instr;
+	w->hash = mix(mix(w->hash, code), instr);
+	w->s->ev.nframes = n + 1;
+	return 0;
+}
+
+/* first Python frame of the thread, or 0 */
+static __always_inline __u64 top_frame(__u64 tstate, const struct py_offsets *o)
+{
+	__u64 f = read_ptr(tstate + o->tstate_frame);
+
+	if (f && o->cframe_current_frame != PYPERF_NO_OFFSET)
+		f = read_ptr(f + o->cframe_current_frame);
+	return f;
+}
+
+static __always_inline __u32 frame_read_len(const struct py_offsets *o)
+{
+	__u32 m = o->frame_back;
+
+	if (o->frame_code > m)
+		m = o->frame_code;
+	if (o->frame_instr > m)
+		m = o->frame_instr;
+	m += 8;
+	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1 > m)
+		m = o->frame_owner + 1;
+	if (o->frame_is_entry != PYPERF_NO_OFFSET && o->frame_is_entry + 1 > m)
+		m = o->frame_is_entry + 1;
+	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
+}
+
+static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u16 *len)
+{
+	__u16 a = o->code_firstlineno, b = o->code_filename, c = o->code_name;
+	__u16 min = a < b ? a : b, max = a > b ? a : b;
+
+	if (c < min)
+		min = c;
+	if (c > max)
+		max = c;
+	*lo = min;
+	*len = max + 8 - min;
+}
+
+#endif
