@@ -11,6 +11,7 @@
  * a sampled one, so names and the native merge are the sampler's.  Threads
  * run again before anything is printed. */
 #include "dump.h"
+#include "cmdline.h"
 #include "errmsg.h"
 #include "native.h"
 #include "output.h"
@@ -19,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,3 +398,60 @@ out:
 	free(d.t);
 	return rc;
 }
+
+/* ---- the command line ---- */
+
+enum { OPT_NO_LINES = 256 };
+
+int dump_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "native", no_argument, NULL, 'n' },
+		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct dump_opts o = { 0 };
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:nh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if ((o.pid = cmdline_pid(optarg)) < 0)
+				return cmdline_fail("dump -p: not a process id: '%s'", optarg);
+			break;
+		case 'n':
+			o.native = true;
+			break;
+		case OPT_NO_LINES:
+			o.no_lines = true;
+			break;
+		case 'h':
+			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines]\n\n"
+			       "Print the current stack of every thread of a CPython process once,\n"
+			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
+			       "  -p, --pid PID     the process\n"
+			       "  -n, --native      native frames too, merged with the Python ones\n"
+			       "      --no-lines    functions without line numbers\n");
+			return 0;
+		default:
+			return cmdline_fail("dump: unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cmdline_fail("dump: unexpected argument '%s'", argv[optind]);
+	if (!o.pid)
+		return cmdline_fail("dump: which process? give -p PID%s", "");
+	{
+		struct session_opts so = { 0 };
+		int rc = cmdline_env(&so);
+
+		if (rc)
+			return rc;
+		o.debuginfo_path = so.debuginfo_path;
+	}
+	return dump_run(&o);
+}
+

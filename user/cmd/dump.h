@@ -11,6 +11,8 @@ struct dump_opts {
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 };
 
+/* `pyperf-bpf dump ...`: parse, then dump_run; returns the exit status. */
+int dump_main(int argc, char **argv);
 /* Returns the process exit status (0, or 1 with one line on stderr). */
 int dump_run(const struct dump_opts *o);
 

@@ -4,12 +4,16 @@
  * temporary names and renamed into place only when all are complete;
  * anything that fails leaves none behind. */
 #include "record.h"
+#include "cmdline.h"
 #include "errmsg.h"
 #include "outfile.h"
 #include "output.h"
 #include "profile.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,5 +114,197 @@ int record_run(const struct record_opts *o)
 	}
 	rc = session_run(&o->s, &h);
 	discard_outputs(&r); /* none left after a commit; all if it failed */
+	return rc;
+}
+
+/* ---- the command line ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pyperf-bpf [record] [options] [-- COMMAND [ARGS...]]\n"
+		"       pyperf-bpf dump -p PID [--native]      every thread's stack, once\n"
+		"       pyperf-bpf top [-p PID] [-- COMMAND]   live view of the hot functions\n"
+		"       pyperf-bpf daemon [--config FILE] ...  continuous profiling\n"
+		"       (each command has its own --help)\n"
+		"\n"
+		"Sample the CPU stacks of CPython processes with eBPF.  Without -p or a\n"
+		"command, every CPython process on the host is profiled, including ones\n"
+		"started during the run.\n"
+		"\n"
+		"  -p, --pid PID[,PID...]   profile these processes (repeatable)\n"
+		"  -d, --duration SECONDS   stop after this long (default: until the command\n"
+		"                           exits or Ctrl-C)\n"
+		"  -F, --frequency HZ       samples per second per CPU (default 99, 1 to %d)\n"
+		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
+		"                           repeat to write several formats of one recording\n"
+		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
+		"                           (flame graph), pprof (gzipped profile.proto) or\n"
+		"                           speedscope; default from -o's extension (.txt,\n"
+		"                           .folded, .svg, .pb.gz, .pprof, .speedscope.json),\n"
+		"                           else report\n"
+		"      --icicle             svg: root at the top, stacks growing down\n"
+		"      --threads            start each stack with a frame naming its thread\n"
+		"      --no-lines           one frame per function instead of per line\n"
+		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
+		"      --python-only        Python frames only (no native or kernel frames)\n"
+		"      --top N              rows in each report table (default 20)\n"
+		"      --stats-json FILE    write run statistics (for benchmarks)\n"
+		"      --unwind-mb N        memory the native unwind tables may take (default %d;\n"
+		"                           beyond it the least recently used are evicted)\n"
+		"  -v, --verbose            say what is happening\n"
+		"  -h, --help               this help\n",
+		CMDLINE_MAX_FREQ, PYPERF_UNWIND_MB);
+}
+
+enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
+       OPT_ICICLE, OPT_UNWIND_MB };
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "frequency", required_argument, NULL, 'F' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+	{ "python-only", no_argument, NULL, OPT_PY_ONLY },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "icicle", no_argument, NULL, OPT_ICICLE },
+	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
+	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_record(int argc, char **argv, struct record_opts *o)
+{
+	const char *format = NULL;
+	long v;
+	int c;
+	char *end;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:d:F:o:f:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (cmdline_pids(optarg, &o->s))
+				return cmdline_fail("-p: not a process id: '%s'", optarg);
+			break;
+		case 'd':
+			errno = 0;
+			o->s.duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o->s.duration) ||
+			    o->s.duration <= 0 || o->s.duration > 1e8)
+				return cmdline_fail("-d: the duration must be a positive number of seconds, "
+						  "not '%s'", optarg);
+			break;
+		case 'F':
+			if (!cmdline_long(optarg, 1, CMDLINE_MAX_FREQ, &v))
+				return cmdline_fail("-F: the frequency must be a whole number of Hz from 1 "
+						  "to " "10000, not '%s'", optarg);
+			o->s.freq = (int)v;
+			break;
+		case 'o':
+			if (!*optarg)
+				return cmdline_fail("-o: empty file name%s", "");
+			if (o->noutputs == RECORD_MAX_OUTPUTS)
+				return cmdline_fail("-o: at most 8 output files, not more ('%s')", optarg);
+			o->outputs[o->noutputs++].path = optarg;
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		case OPT_THREADS:
+			o->threads = true;
+			break;
+		case OPT_NO_LINES:
+			o->no_lines = true;
+			break;
+		case OPT_NO_KERNEL:
+			o->s.no_kernel = true;
+			break;
+		case OPT_PY_ONLY:
+			o->s.no_kernel = o->s.no_native = true;
+			break;
+		case OPT_ICICLE:
+			o->icicle = true;
+			break;
+		case OPT_TOP:
+			if (!cmdline_long(optarg, 1, 1000000, &v))
+				return cmdline_fail("--top: not a positive number: '%s'", optarg);
+			o->top = (size_t)v;
+			break;
+		case OPT_STATS_JSON:
+			o->s.stats_json = optarg;
+			break;
+		case OPT_UNWIND_MB:
+			if (!cmdline_long(optarg, 1, 1 << 20, &v))
+				return cmdline_fail("--unwind-mb: not a number from 1 to 1048576: '%s'",
+						  optarg);
+			o->s.unwind_bytes = (uint64_t)v << 20;
+			break;
+		case 'v':
+			o->s.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case '?':
+		default:
+			if (optopt)
+				fprintf(stderr, "pyperf-bpf: option -%c: %s (see pyperf-bpf --help)\n",
+					optopt, strchr("pdFof", optopt) ? "needs a value" : "unknown option");
+			else
+				fprintf(stderr, "pyperf-bpf: unknown or incomplete option '%s' (see "
+					"pyperf-bpf --help)\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		o->s.cmd = &argv[optind];
+	if (o->s.cmd && o->s.npids)
+		return cmdline_fail("give either -p or a command, not both%s", "");
+	if (!o->noutputs)
+		o->noutputs = 1; /* stdout */
+	if (format && o->noutputs > 1)
+		return cmdline_fail("-f goes with one -o; with several, each file's extension "
+				  "names its format%s", "");
+	for (size_t i = 0; i < o->noutputs; i++) {
+		struct record_output *ro = &o->outputs[i];
+
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(ro->path, o->outputs[j].path))
+				return cmdline_fail("-o %s: given twice", ro->path);
+		if (format)
+			ro->format = out_format_parse(format);
+		else if (ro->path)
+			ro->format = out_format_from_path(ro->path);
+		else
+			ro->format = FMT_REPORT;
+		if (format && ro->format < 0)
+			return cmdline_fail("-f: unknown format '%s'", format);
+		if (ro->format < 0)
+			return cmdline_fail(o->noutputs > 1 ? "-o %s: cannot tell the format from the "
+				"file name (.txt, .folded, .svg, .pb.gz, .pprof, .speedscope.json)" :
+				"-o %s: cannot tell the format from the file name; use -f", ro->path);
+	}
+	return 0;
+}
+
+int record_main(int argc, char **argv)
+{
+	struct record_opts o = { .s = { .freq = 99 }, .top = 20 };
+	int rc;
+
+	rc = parse_record(argc, argv, &o);
+	if (rc)
+		return rc;
+	if ((rc = cmdline_env(&o.s)))
+		return rc;
+	rc = record_run(&o);
+	free(o.s.pids);
 	return rc;
 }

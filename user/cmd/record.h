@@ -22,6 +22,9 @@ struct record_opts {
 	size_t top;                  /* rows per report table (and top's view) */
 };
 
+/* `pyperf-bpf [record] ...`: parse the options and the environment, then
+ * record; returns the exit status (2 for bad input). */
+int record_main(int argc, char **argv);
 /* Run a recording; returns the process exit status. */
 int record_run(const struct record_opts *o);
 

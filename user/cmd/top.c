@@ -13,11 +13,14 @@
  * view ends.  Elsewhere (a pipe, a test) each refresh is printed as plain
  * text. */
 #include "top.h"
+#include "cmdline.h"
 #include "fncount.h"
 #include "output.h"
 #include "profile.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,3 +216,78 @@ int top_run(struct record_opts *o)
 	fn_counts_free(&t.prev);
 	return rc;
 }
+
+/* ---- the command line ---- */
+
+enum { OPT_ROWS = 256 };
+
+int top_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "native", no_argument, NULL, 'n' },
+		{ "rows", required_argument, NULL, OPT_ROWS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct record_opts o = { .s = { .freq = 99, .no_native = true, .no_kernel = true }, .top = 100 };
+	int c, rc;
+	long v;
+	char *end;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:d:F:nh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (cmdline_pids(optarg, &o.s))
+				return cmdline_fail("top -p: not a process id: '%s'", optarg);
+			break;
+		case 'd':
+			errno = 0;
+			o.s.duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(o.s.duration) ||
+			    o.s.duration <= 0 || o.s.duration > 1e8)
+				return cmdline_fail("top -d: not a positive number of seconds: '%s'", optarg);
+			break;
+		case 'F':
+			if (!cmdline_long(optarg, 1, CMDLINE_MAX_FREQ, &v))
+				return cmdline_fail("top -F: the frequency must be a whole number of Hz from 1 "
+						  "to 10000, not '%s'", optarg);
+			o.s.freq = (int)v;
+			break;
+		case 'n':
+			o.s.no_native = false;
+			break;
+		case OPT_ROWS:
+			if (!cmdline_long(optarg, 1, 100000, &v))
+				return cmdline_fail("top --rows: not a positive number: '%s'", optarg);
+			o.top = (size_t)v;
+			break;
+		case 'h':
+			printf("usage: pyperf-bpf top [-p PID[,PID...]] [options] [-- COMMAND [ARGS...]]\n\n"
+			       "A live view of the functions that use the CPU, refreshed every second:\n"
+			       "own (leaf) and total shares over the last second, and times overall.\n"
+			       "Without -p or a command, every CPython process.  q or Ctrl-C quits.\n\n"
+			       "  -p, --pid PID[,PID...]   these processes\n"
+			       "  -d, --duration SECONDS   stop after this long\n"
+			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
+			       "  -n, --native             native functions too\n"
+			       "      --rows N             rows at most (default: what fits)\n");
+			return 0;
+		default:
+			return cmdline_fail("top: unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o.s.cmd = &argv[optind];
+	if (o.s.cmd && o.s.npids)
+		return cmdline_fail("top: give either -p or a command, not both%s", "");
+	if ((rc = cmdline_env(&o.s)))
+		return rc;
+	rc = top_run(&o);
+	free(o.s.pids);
+	return rc;
+}
+

@@ -1,0 +1,79 @@
+/* cmdline.c - what the commands' option parsers share (see cmdline.h). */
+#include "cmdline.h"
+#include "env.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cmdline_fail(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pyperf-bpf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see pyperf-bpf --help)\n");
+	return 2;
+}
+
+bool cmdline_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	return !errno && end != s && !*end && *out >= lo && *out <= hi;
+}
+
+int cmdline_pid(const char *s)
+{
+	long v;
+
+	return cmdline_long(s, 1, INT_MAX, &v) ? (int)v : -1;
+}
+
+int cmdline_pids(const char *arg, struct session_opts *o)
+{
+	char *copy = strdup(arg), *rest = copy, *t;
+
+	if (!copy)
+		return -1;
+	while ((t = strsep(&rest, ","))) {
+		char *end;
+		long v;
+		int *pids;
+
+		errno = 0;
+		v = strtol(t, &end, 10);
+		if (errno || *end || end == t || v <= 0 || v > INT_MAX) {
+			free(copy);
+			return -1;
+		}
+		pids = realloc(o->pids, (o->npids + 1) * sizeof(*pids));
+		if (!pids) {
+			free(copy);
+			return -1;
+		}
+		o->pids = pids;
+		o->pids[o->npids++] = (int)v;
+	}
+	free(copy);
+	return o->npids ? 0 : -1;
+}
+
+int cmdline_env(struct session_opts *o)
+{
+	struct env e;
+	char err[256];
+
+	if (env_read(&e, err, sizeof(err))) {
+		fprintf(stderr, "pyperf-bpf: %s\n", err);
+		return 2;
+	}
+	if (e.counts_entries)
+		o->counts_entries = e.counts_entries;
+	if (e.unwind_bytes)
+		o->unwind_bytes = e.unwind_bytes;
+	o->debuginfo_path = e.debuginfo_path;
+	return 0;
+}
