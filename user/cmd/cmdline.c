@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,5 +76,37 @@ int cmdline_env(struct session_opts *o)
 	if (e.unwind_bytes)
 		o->unwind_bytes = e.unwind_bytes;
 	o->debuginfo_path = e.debuginfo_path;
+	return 0;
+}
+
+/* the usage error with cmd's name in front of the option */
+static int fail_cmd(const char *cmd, const char *what, const char *arg)
+{
+	fprintf(stderr, "pyperf-bpf: %s%s'%s' (see pyperf-bpf --help)\n", cmd, what, arg);
+	return 2;
+}
+
+int cmdline_duration(const char *cmd, const char *arg, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(v) || v <= 0 || v > 1e8)
+		return fail_cmd(cmd, "-d: the duration must be a positive number of seconds, not ",
+				arg);
+	*out = v;
+	return 0;
+}
+
+int cmdline_freq(const char *cmd, const char *arg, int *out)
+{
+	long v;
+
+	if (!cmdline_long(arg, 1, CMDLINE_MAX_FREQ, &v))
+		return fail_cmd(cmd, "-F: the frequency must be a whole number of Hz from 1 to 10000, "
+				"not ", arg);
+	*out = (int)v;
 	return 0;
 }

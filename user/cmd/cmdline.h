@@ -15,6 +15,10 @@
 int cmdline_fail(const char *fmt, const char *arg);
 /* s is a whole number in [lo, hi] (into *out) */
 bool cmdline_long(const char *s, long lo, long hi, long *out);
+/* -d SECONDS and -F HZ, the same for every command (cmd: "top " etc. in the
+ * message); 0, or 2 after a one-line message */
+int cmdline_duration(const char *cmd, const char *arg, double *out);
+int cmdline_freq(const char *cmd, const char *arg, int *out);
 /* a process id, or -1 */
 int cmdline_pid(const char *s);
 /* "PID[,PID...]" appended to o's pids; 0, or -1 if one is not a process id */

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -184,7 +183,6 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 	const char *format = NULL;
 	long v;
 	int c;
-	char *end;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:d:F:o:f:vh", long_opts, NULL)) != -1) {
@@ -194,18 +192,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 				return cmdline_fail("-p: not a process id: '%s'", optarg);
 			break;
 		case 'd':
-			errno = 0;
-			o->s.duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(o->s.duration) ||
-			    o->s.duration <= 0 || o->s.duration > 1e8)
-				return cmdline_fail("-d: the duration must be a positive number of seconds, "
-						  "not '%s'", optarg);
+			if (cmdline_duration("", optarg, &o->s.duration))
+				return 2;
 			break;
 		case 'F':
-			if (!cmdline_long(optarg, 1, CMDLINE_MAX_FREQ, &v))
-				return cmdline_fail("-F: the frequency must be a whole number of Hz from 1 "
-						  "to " "10000, not '%s'", optarg);
-			o->s.freq = (int)v;
+			if (cmdline_freq("", optarg, &o->s.freq))
+				return 2;
 			break;
 		case 'o':
 			if (!*optarg)

@@ -20,7 +20,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,7 +234,6 @@ int top_main(int argc, char **argv)
 	struct record_opts o = { .s = { .freq = 99, .no_native = true, .no_kernel = true }, .top = 100 };
 	int c, rc;
 	long v;
-	char *end;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:d:F:nh", opts, NULL)) != -1) {
@@ -245,17 +243,12 @@ int top_main(int argc, char **argv)
 				return cmdline_fail("top -p: not a process id: '%s'", optarg);
 			break;
 		case 'd':
-			errno = 0;
-			o.s.duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(o.s.duration) ||
-			    o.s.duration <= 0 || o.s.duration > 1e8)
-				return cmdline_fail("top -d: not a positive number of seconds: '%s'", optarg);
+			if (cmdline_duration("top ", optarg, &o.s.duration))
+				return 2;
 			break;
 		case 'F':
-			if (!cmdline_long(optarg, 1, CMDLINE_MAX_FREQ, &v))
-				return cmdline_fail("top -F: the frequency must be a whole number of Hz from 1 "
-						  "to 10000, not '%s'", optarg);
-			o.s.freq = (int)v;
+			if (cmdline_freq("top ", optarg, &o.s.freq))
+				return 2;
 			break;
 		case 'n':
 			o.s.no_native = false;
