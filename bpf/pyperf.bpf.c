@@ -155,7 +155,8 @@ struct {
 
 /* tgid -> when it may ask again for its mappings to be re-read (EV_MAPS):
  * soon, as samples in code mapped since are pending until then; stray pcs
- * back off by page (stray_pcs) */
+ * back off by page (stray_pcs), and the loader pauses a process's rereads
+ * for longer after one that found nothing new */
 #define MAPS_REREAD_NS (20ULL * 1000 * 1000)
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

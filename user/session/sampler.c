@@ -253,7 +253,11 @@ int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native
 int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns)
 {
 	struct stray_key k = { .tgid = pid, .page = pc >> 12 };
+	uint64_t pause = clock_mono_ns() + SAMPLER_STRAY_PAUSE_MS * 1000000ull;
 
+	if (bpf_map__update_elem(s->skel->maps.maps_req, &pid, sizeof(pid), &pause, sizeof(pause),
+				 BPF_ANY))
+		return -1;
 	return bpf_map__update_elem(s->skel->maps.stray_pcs, &k, sizeof(k), &retry_after_ns,
 				    sizeof(retry_after_ns), BPF_ANY);
 }

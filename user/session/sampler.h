@@ -39,7 +39,10 @@ int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);
 /* The unwinder asks to reread pid's mappings for a pc in pc's page no sooner
- * than retry_after_ns (CLOCK_MONOTONIC). */
+ * than retry_after_ns (CLOCK_MONOTONIC), and for any pc of pid not within
+ * the next SAMPLER_STRAY_PAUSE_MS: a reread that found nothing new is not
+ * repeated at the fast rate new code gets. */
+#define SAMPLER_STRAY_PAUSE_MS 100
 int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
