@@ -24,12 +24,16 @@ LOC_RE = re.compile(r"^\s+(\d+): 0x([0-9a-f]+) (?:M=(\d+) )?(.*):(-?\d+) s=(-?\d
 
 
 def split_name_file(body):
-    """pprof prints "NAME FILE"; markers ("[native incomplete]") have spaces
-    in their names and no file, file names such as "<frozen importlib._bootstrap>"
-    have spaces too, Python and C names do not."""
+    """pprof prints "NAME FILE"; markers ("[native incomplete]") and the
+    placeholder of a code object freed before it was read ("<unknown code
+    0x...>") have spaces in their names, file names such as "<frozen
+    importlib._bootstrap>" have spaces too, Python and C names do not."""
     if body.startswith("["):
         name, _, file = body.partition("] ")
         return name.rstrip("]") + "]", file
+    if body.startswith("<unknown code "):
+        name, _, file = body.partition("> ")
+        return name + ">", file
     name, _, file = body.partition(" ")
     return name, file
 
