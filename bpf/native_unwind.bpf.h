@@ -108,8 +108,12 @@ static __always_inline const struct unwind_row *find_row(struct scratch *s, void
 	if (meta && unwind_index_page(meta, pc, &k)) {
 		mid = unwind_index_elem(nrows, k);
 		e0 = bpf_map_lookup_elem(rows, &mid);
-		mid = unwind_index_elem(nrows, k + 1);
-		e1 = bpf_map_lookup_elem(rows, &mid);
+		/* entries k and k + 1 share an element when k is even */
+		e1 = e0;
+		if (k & 1) {
+			mid = unwind_index_elem(nrows, k + 1);
+			e1 = bpf_map_lookup_elem(rows, &mid);
+		}
 		if (e0 && e1) {
 			lo = ((const __u32 *)e0)[k & 1] + 1;
 			hi = ((const __u32 *)e1)[(k + 1) & 1] + 1;
