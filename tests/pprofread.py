@@ -62,7 +62,7 @@ def decode(path):
             m = LOC_RE.match(line)
             if m:
                 name, file = split_name_file(m.group(4))
-                locs[int(m.group(1))] = (name or m.group(7), file, int(m.group(5)),
+                locs[int(m.group(1))] = (name or m.group(7) or "", file, int(m.group(5)),
                                          int(m.group(3) or 0), int(m.group(2), 16))
         elif section == "Mappings":
             m = re.match(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) (\S*)", line)

@@ -189,7 +189,10 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 	f->name = pyread_str(pid, field_ptr(hdr, name_off), o);
 	f->file = pyread_str(pid, field_ptr(hdr, o->code_filename), o);
 	f->lt = pyread_bytes(pid, field_ptr(hdr, o->code_linetable), o, &f->lt_len);
-	if (!f->name || !f->file) {
+	/* a code object freed since the sample can still pass the check (its
+	 * memory keeps the old fields until reused) while its strings, freed
+	 * with it, now hold anything: an empty name or file is such a misread */
+	if (!f->name || !f->file || !f->name[0] || !f->file[0]) {
 		func_free(f);
 		return NULL;
 	}
