@@ -81,6 +81,42 @@ int hmap_put(struct hmap *m, const void *key, size_t klen, void *val)
 	return 0;
 }
 
+/* Deletion shifts later slots of the probe run back into the hole (no
+ * tombstones): a slot moves unless its home lies cyclically in (hole, slot]. */
+void *hmap_del(struct hmap *m, const void *key, size_t klen)
+{
+	struct hmap_slot *s;
+	size_t mask, hole, j;
+	void *val;
+
+	if (!m->cap)
+		return NULL;
+	s = find_slot(m->slots, m->cap, hmap_hash(key, klen), key, klen);
+	if (!s->key)
+		return NULL;
+	val = s->val;
+	free(s->key);
+	mask = m->cap - 1;
+	hole = j = (size_t)(s - m->slots);
+	for (;;) {
+		struct hmap_slot *t;
+		size_t home;
+
+		j = (j + 1) & mask;
+		t = &m->slots[j];
+		if (!t->key)
+			break;
+		home = t->hash & mask;
+		if (hole <= j ? (home <= hole || home > j) : (home <= hole && home > j)) {
+			m->slots[hole] = *t;
+			hole = j;
+		}
+	}
+	memset(&m->slots[hole], 0, sizeof(m->slots[hole]));
+	m->len--;
+	return val;
+}
+
 void hmap_free(struct hmap *m, void (*free_val)(void *))
 {
 	for (size_t i = 0; i < m->cap; i++) {

@@ -1,8 +1,7 @@
 /* hmap.h - a small open-addressing hash map from byte-string keys to pointers.
  *
  * Keys are copied on insert and compared with memcmp, so a struct key must have
- * its padding zeroed.  There is no delete: tables here only grow and are freed
- * whole (a process's stack index is replaced, not pruned). */
+ * its padding zeroed. */
 #ifndef PYPERF_HMAP_H
 #define PYPERF_HMAP_H
 
@@ -25,6 +24,8 @@ uint64_t hmap_hash(const void *key, size_t klen);
 void *hmap_get(const struct hmap *m, const void *key, size_t klen);
 /* Insert or replace; returns 0, or -1 when out of memory. */
 int hmap_put(struct hmap *m, const void *key, size_t klen, void *val);
+/* Remove key; returns its value (NULL if absent).  Not while iterating. */
+void *hmap_del(struct hmap *m, const void *key, size_t klen);
 /* Free the table and its key copies; free_val (may be NULL) is called on each value. */
 void hmap_free(struct hmap *m, void (*free_val)(void *));
 
