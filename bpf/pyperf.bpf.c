@@ -392,10 +392,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * stops at once without one), so the verifier walks the native
 	 * unwinder below once, not once per case */
 	w.frame = tstate ? top_frame(tstate, &p->off) : 0;
-	w.read_len = frame_read_len(&p->off);
+	w.read_len = py_frame_read_len(&p->off);
 	w.win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w.read_len;
 	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
-	code_span(&p->off, &w.code_lo, &w.code_len);
+	py_code_span(&p->off, &w.code_lo, &w.code_len);
 	s->ev.nframes = 0;
 	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, &w, 0);
 	if (w.frame && !(w.flags & STACK_BAD_READ))

@@ -138,6 +138,68 @@ static inline int py_frame_is_shim(const struct py_offsets *o, __u8 owner)
 	       owner >= o->owner_shim;
 }
 
+/* The rest of one step of the frame walk, the same for the BPF program
+ * (python_walk.bpf.h) and for dump's walk from user space (pywalk.c). */
+
+/* Bytes of a frame that hold every field the walk reads. */
+static inline __u32 py_frame_read_len(const struct py_offsets *o)
+{
+	__u32 m = o->frame_back;
+
+	if (o->frame_code > m)
+		m = o->frame_code;
+	if (o->frame_instr > m)
+		m = o->frame_instr;
+	m += 8;
+	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1u > m)
+		m = o->frame_owner + 1u;
+	if (o->frame_is_entry != PYPERF_NO_OFFSET && o->frame_is_entry + 1u > m)
+		m = o->frame_is_entry + 1u;
+	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
+}
+
+/* The byte offset of the frame's instruction in code, from the frame's
+ * instruction field (a pointer into co_code_adaptive from 3.11, f_lasti in
+ * code units in 3.10, in bytes before); a frame not started yet (f_lasti -1)
+ * gives 0x7fffffff. */
+static inline __u32 py_frame_instr(const struct py_offsets *o, __u64 raw, __u64 code)
+{
+	__u32 instr;
+
+	if (o->instr_kind == INSTR_POINTER)
+		instr = (__u32)(raw - (code + o->code_adaptive));
+	else if (o->instr_kind == INSTR_LASTI_UNITS)
+		instr = (__s32)raw < 0 ? (__u32)-1 : (__u32)raw * 2;
+	else
+		instr = (__u32)raw;
+	return PY_FRAME_INSTR(instr);
+}
+
+/* PY_FRAME_ENTRY if a frame of Python code is the first of its eval-loop
+ * call as the frame itself tells (3.11's is_entry byte, given whatever the
+ * version; every frame up to 3.10), else 0.  From 3.12 the shim below says
+ * it instead (py_frame_is_shim): the walk marks the frame before the shim. */
+static inline __u32 py_frame_entry(const struct py_offsets *o, __u8 is_entry)
+{
+	if (o->frame_is_entry != PYPERF_NO_OFFSET)
+		return is_entry ? PY_FRAME_ENTRY : 0;
+	return o->frame_owner == PYPERF_NO_OFFSET ? PY_FRAME_ENTRY : 0;
+}
+
+/* The span of a code object that holds the fields py_code_check reads. */
+static inline void py_code_span(const struct py_offsets *o, __u16 *lo, __u16 *len)
+{
+	__u16 a = o->code_firstlineno, b = o->code_filename, c = o->code_name;
+	__u16 min = a < b ? a : b, max = a > b ? a : b;
+
+	if (c < min)
+		min = c;
+	if (c > max)
+		max = c;
+	*lo = min;
+	*len = (__u16)(max + 8 - min);
+}
+
 /* stack flags */
 #define STACK_TRUNCATED 1u       /* frames above PYPERF_MAX_FRAMES were cut (root side) */
 #define STACK_BAD_READ 2u        /* walk stopped on an unreadable frame */

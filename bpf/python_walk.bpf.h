@@ -145,7 +145,7 @@ static long frame_step(__u32 i, struct frame_walk *w)
 {
 	const struct py_offsets *o = w->o;
 	__u8 *buf;
-	__u64 code, instr_raw;
+	__u64 code;
 	__u32 instr, n = w->s->ev.nframes; /* in the map value: untracked, so
 						* the verifier need not unroll the loop */
 	struct py_frame *f;
@@ -174,20 +174,8 @@ static long frame_step(__u32 i, struct frame_walk *w)
 	}
 	if (!code)
 		return 0;
-	instr_raw = buf_u64(buf, o->frame_instr);
-	if (o->instr_kind == INSTR_POINTER)
-		instr = (__u32)(instr_raw - (code + o->code_adaptive));
-	else if (o->instr_kind == INSTR_LASTI_UNITS)
-		instr = (__s32)instr_raw < 0 ? (__u32)-1 : (__u32)instr_raw * 2;
-	else
-		instr = (__u32)instr_raw;
-	instr = PY_FRAME_INSTR(instr);
-	if (o->frame_is_entry != PYPERF_NO_OFFSET) {
-		if (buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)])
-			instr |= PY_FRAME_ENTRY; /* 3.11 */
-	} else if (o->frame_owner == PYPERF_NO_OFFSET) {
-		instr |= PY_FRAME_ENTRY; /* up to 3.10 every frame has its own eval call */
-	}
+	instr = py_frame_instr(o, buf_u64(buf, o->frame_instr), code) |
+		py_frame_entry(o, buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)]);
 	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
 	f->code = code;
 	f->instr = instr;
@@ -204,35 +192,6 @@ static __always_inline __u64 top_frame(__u64 tstate, const struct py_offsets *o)
 	if (f && o->cframe_current_frame != PYPERF_NO_OFFSET)
 		f = read_ptr(f + o->cframe_current_frame);
 	return f;
-}
-
-static __always_inline __u32 frame_read_len(const struct py_offsets *o)
-{
-	__u32 m = o->frame_back;
-
-	if (o->frame_code > m)
-		m = o->frame_code;
-	if (o->frame_instr > m)
-		m = o->frame_instr;
-	m += 8;
-	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1 > m)
-		m = o->frame_owner + 1;
-	if (o->frame_is_entry != PYPERF_NO_OFFSET && o->frame_is_entry + 1 > m)
-		m = o->frame_is_entry + 1;
-	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
-}
-
-static __always_inline void code_span(const struct py_offsets *o, __u16 *lo, __u16 *len)
-{
-	__u16 a = o->code_firstlineno, b = o->code_filename, c = o->code_name;
-	__u16 min = a < b ? a : b, max = a > b ? a : b;
-
-	if (c < min)
-		min = c;
-	if (c > max)
-		max = c;
-	*lo = min;
-	*len = max + 8 - min;
 }
 
 #endif

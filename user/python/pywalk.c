@@ -1,8 +1,10 @@
 /* pywalk.c - the sampler's Python and native walks from user space (see
- * pywalk.h).  Each step follows the BPF code it mirrors (find_tstate,
- * frame_step, code_check, native_step in pyperf.bpf.c); where they differ it
- * is only because user space can read any amount at once.  The native
- * unwinder's step is the BPF program's own (bpf/unwind_step.h). */
+ * pywalk.h).  What a frame is (its length, its code object, its instruction
+ * offset, whether it starts an eval-loop call, the code check) is defined
+ * once in bpf/pyperf.h for both walks, and the native unwinder's step is the
+ * BPF program's own (bpf/unwind_step.h); what is left here is the loop,
+ * which differs from the BPF one (python_walk.bpf.h) only because user space
+ * can read any amount at once. */
 #include "pywalk.h"
 #include "pyread.h"
 #include "unwind_table.h"
@@ -41,43 +43,18 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate)
 static uint32_t code_check(const struct pyproc *py, uint64_t code)
 {
 	const struct py_offsets *o = &py->off;
+	uint8_t buf[PYPERF_FRAME_READ_MAX];
+	uint64_t filename, name;
 	uint32_t first;
+	uint16_t lo, len;
 
-	if (mem_read(py->pid, code + o->code_firstlineno, &first, sizeof(first)))
+	py_code_span(o, &lo, &len);
+	if (len > sizeof(buf) || mem_read(py->pid, code + lo, buf, len))
 		return 0;
-	return py_code_check(first, read_u64(py->pid, code + o->code_filename),
-			     read_u64(py->pid, code + o->code_name));
-}
-
-static uint32_t frame_instr(const struct py_offsets *o, const uint8_t *buf, uint64_t code)
-{
-	uint64_t raw;
-	uint32_t instr;
-
-	memcpy(&raw, buf + o->frame_instr, sizeof(raw));
-	if (o->instr_kind == INSTR_POINTER)
-		instr = (uint32_t)(raw - (code + o->code_adaptive));
-	else if (o->instr_kind == INSTR_LASTI_UNITS)
-		instr = (int32_t)raw < 0 ? (uint32_t)-1 : (uint32_t)raw * 2;
-	else
-		instr = (uint32_t)raw;
-	return PY_FRAME_INSTR(instr);
-}
-
-/* bytes of a frame holding every field the walk reads (frame_read_len) */
-static size_t frame_len(const struct py_offsets *o)
-{
-	uint16_t f[] = { o->frame_back, o->frame_code, o->frame_instr };
-	size_t m = 0;
-
-	for (size_t i = 0; i < 3; i++)
-		if (f[i] + 8u > m)
-			m = f[i] + 8u;
-	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1u > m)
-		m = o->frame_owner + 1u;
-	if (o->frame_is_entry != PYPERF_NO_OFFSET && o->frame_is_entry + 1u > m)
-		m = o->frame_is_entry + 1u;
-	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;
+	memcpy(&first, buf + (o->code_firstlineno - lo), sizeof(first));
+	memcpy(&filename, buf + (o->code_filename - lo), sizeof(filename));
+	memcpy(&name, buf + (o->code_name - lo), sizeof(name));
+	return py_code_check(first, filename, name);
 }
 
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
@@ -85,9 +62,9 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 {
 	const struct py_offsets *o = &py->off;
 	uint8_t buf[PYPERF_FRAME_READ_MAX];
-	uint64_t frame = read_u64(py->pid, tstate + o->tstate_frame), code;
+	uint64_t frame = read_u64(py->pid, tstate + o->tstate_frame), code, raw;
 	uint32_t n = 0;
-	size_t len = frame_len(o);
+	size_t len = py_frame_read_len(o);
 
 	*flags = 0;
 	memset(buf, 0, sizeof(buf));
@@ -112,14 +89,10 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 		}
 		if (!code)
 			continue;
+		memcpy(&raw, buf + o->frame_instr, sizeof(raw));
 		out[n].code = code;
-		out[n].instr = frame_instr(o, buf, code);
-		if (o->frame_is_entry != PYPERF_NO_OFFSET) {
-			if (buf[o->frame_is_entry])
-				out[n].instr |= PY_FRAME_ENTRY;
-		} else if (o->frame_owner == PYPERF_NO_OFFSET) {
-			out[n].instr |= PY_FRAME_ENTRY;
-		}
+		out[n].instr = py_frame_instr(o, raw, code) |
+			       py_frame_entry(o, buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)]);
 		out[n].check = code_check(py, code);
 		n++;
 	}
