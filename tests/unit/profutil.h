@@ -13,7 +13,7 @@ static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uin
 			     uint32_t n, ...)
 {
 	struct pframe frames[16];
-	struct stack_key k = { .pid = pid, .tid = tid, .gen = 1, .hash = hash };
+	struct stack_ref ref = { .pid = pid, .gen = 1, .hash = hash };
 	va_list ap;
 
 	assert_true(n <= 16);
@@ -23,8 +23,8 @@ static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uin
 		frames[i].instr = va_arg(ap, uint32_t);
 	}
 	va_end(ap);
-	assert_int_equal(profile_insert_stack(p, pid, 1, hash, flags, frames, n, NULL), 0);
-	profile_add_count(p, &k, count, kips, nk);
+	assert_int_equal(profile_insert_stack(p, &ref, flags, frames, n, NULL, 0), 0);
+	profile_add_count(p, &ref, tid, count, kips, nk);
 }
 
 #endif

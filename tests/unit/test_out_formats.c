@@ -15,7 +15,7 @@
 #include "output.h"
 #include "profile.h"
 
-#define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
+#define PID 4000000u
 
 static struct func f_main = { "main", "/w/app.py", 5, LT_LNOTAB, NULL, 0, FN_PYTHON, NULL, 0 };
 static struct func f_evil = { "<script>&\"'\x01x\xff\xfe", "/w/<b>.py", 7, LT_LNOTAB, NULL, 0,
@@ -26,11 +26,11 @@ static struct func f_native = { "memcpy", "libc.so.6", 0, 0, NULL, 0, FN_NATIVE,
 static void build(struct profile *p)
 {
 	struct pframe fr[3] = { { &f_evil, 0 }, { &f_native, 0 }, { &f_main, 0 } };
-	struct stack_key k = { .pid = PID, .tid = 9, .gen = 1, .hash = 1 };
+	struct stack_ref ref = { .pid = PID, .gen = 1, .hash = 1 };
 
 	profile_init(p);
-	assert_int_equal(profile_insert_stack(p, PID, 1, 1, 0, fr, 3, NULL), 0);
-	profile_add_count(p, &k, 3, NULL, 0);
+	assert_int_equal(profile_insert_stack(p, &ref, 0, fr, 3, NULL, 0), 0);
+	profile_add_count(p, &ref, 9, 3, NULL, 0);
 }
 
 static char *render(const struct profile *p, int fmt, size_t *len)

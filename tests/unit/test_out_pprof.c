@@ -21,7 +21,7 @@
 #include "profutil.h"
 #include "profile.pb-c.h"
 
-#define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
+#define PID 4000000u
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__Location Location;

@@ -17,7 +17,6 @@
 #include "profile.h"
 #include "profutil.h"
 
-/* beyond pid_max: profile_proc finds no /proc entry */
 #define PID_A 4000001u
 #define PID_B 4000000u
 

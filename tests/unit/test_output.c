@@ -14,7 +14,7 @@
 #include "profile.h"
 #include "profutil.h"
 
-#define PID 4000000u /* beyond pid_max: profile_proc finds no /proc entry */
+#define PID 4000000u
 
 /* lnotab: line 10 for offsets 0-3, line 11 from offset 4 */
 static uint8_t lnotab[] = { 4, 1 };
@@ -165,10 +165,10 @@ static void report_counts_recursion_once_in_total(void **state)
 static void unknown_stack_counts_are_unattributed(void **state)
 {
 	struct profile p;
-	struct stack_key k = { .pid = PID, .tid = 1, .gen = 1, .hash = 99 };
+	struct stack_ref ref = { .pid = PID, .gen = 1, .hash = 99 };
 
 	profile_init(&p);
-	profile_add_count(&p, &k, 4, NULL, 0);
+	profile_add_count(&p, &ref, 1, 4, NULL, 0);
 	assert_int_equal(p.unattributed, 4);
 	assert_int_equal(p.total, 0);
 	profile_free(&p);
@@ -179,21 +179,22 @@ static void unknown_stack_counts_are_unattributed(void **state)
 static void reannounced_key_with_new_code_gets_new_stack(void **state)
 {
 	struct profile p;
-	struct py_frame raw1[1] = { { .code = 0x1000, .instr = 4, .check = 111 } };
-	struct py_frame raw2[1] = { { .code = 0x1000, .instr = 4, .check = 222 } };
+	const char raw1[] = "code 0x1000 check 111", raw2[] = "code 0x1000 check 222";
 	struct pframe fr1[1] = { { &f_leaf, 4 } }, fr2[1] = { { &f_other, 4 } };
-	struct stack_key k = { .pid = PID, .tid = 1, .gen = 1, .hash = 5 };
+	struct stack_ref ref = { .pid = PID, .gen = 1, .hash = 5 };
 	char *out;
 
 	profile_init(&p);
-	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr1, 1, raw1), 0);
-	profile_add_count(&p, &k, 2, NULL, 0);
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr1, 1, raw1, sizeof(raw1)), 0);
+	profile_add_count(&p, &ref, 1, 2, NULL, 0);
 	/* same frames again: nothing changes */
-	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr2, 1, raw1), 0);
-	profile_add_count(&p, &k, 1, NULL, 0);
+	assert_true(profile_has_stack(&p, &ref, 0, raw1, sizeof(raw1)));
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, raw1, sizeof(raw1)), 0);
+	profile_add_count(&p, &ref, 1, 1, NULL, 0);
 	/* other check: the key now means the new stack */
-	assert_int_equal(profile_insert_stack(&p, PID, 1, 5, 0, fr2, 1, raw2), 0);
-	profile_add_count(&p, &k, 4, NULL, 0);
+	assert_false(profile_has_stack(&p, &ref, 0, raw2, sizeof(raw2)));
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, raw2, sizeof(raw2)), 0);
+	profile_add_count(&p, &ref, 1, 4, NULL, 0);
 	out = render(&p, FMT_FOLDED, false, false, false);
 	assert_string_equal(out, "leaf (/w/app.py) 3\nother (/w/lib.py) 4\n");
 	free(out);

@@ -4,7 +4,8 @@
  * It is a whole-host sampling session (session.c) at a low rate, with hooks:
  *   want      a new CPython process was found: keep it if it matches --match
  *             (comm or command line) and --cgroup, and note its application
- *             name (the target's $PYPERF_SERVICE, else its script or module);
+ *             name (the target's $PYPERF_SERVICE, else its script or module;
+ *             daemon_select.c);
  *   on_drain  every second; when an interval is over (or the daemon stops),
  *             write one pprof per process that has samples to the sinks,
  *             log the --stats line, start the next interval with the
@@ -22,7 +23,9 @@
  * SIGHUP re-reads the file and applies the command line over it again. */
 #include "daemon.h"
 #include "daemon_config.h"
+#include "daemon_select.h"
 #include "daemon_sinks.h"
+#include "naming.h"
 #include "clock.h"
 #include "env.h"
 #include "dlog.h"
@@ -32,10 +35,8 @@
 #include "session.h"
 #include "spool.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,15 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define APP_LEN 64
-
 struct app_key {
 	int pid;
 	uint32_t gen;
-};
-
-struct app {
-	char name[APP_LEN];
 };
 
 struct daemon {
@@ -60,10 +55,8 @@ struct daemon {
 	const char *config_path;
 	struct daemon_setting args[DAEMON_MAX_SETTINGS]; /* from the command line, in order */
 	int nargs;
-	regex_t re;
-	bool have_re;
+	struct daemon_select sel;    /* which processes, their application names */
 	struct spool *spool;
-	struct hmap apps;            /* (pid, image) -> struct app */
 	char host[256];
 	double interval_start;       /* seconds since the recording started */
 	uint64_t interval_unix_ns;   /* wall-clock time of that */
@@ -172,126 +165,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	return 0;
 }
 
-/* ---- which processes, and their application names ---- */
-
-static bool read_file(const char *path, char *buf, size_t len, size_t *got)
-{
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return false;
-	*got = fread(buf, 1, len - 1, f);
-	buf[*got] = 0;
-	fclose(f);
-	return true;
-}
-
-static bool in_cgroup(int pid, const char *want)
-{
-	char path[64], buf[4096], *line, *save = NULL;
-	size_t n, wl = strlen(want);
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	if (!read_file(path, buf, sizeof(buf), &n))
-		return false;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "0::", 3))
-			continue; /* the unified (v2) hierarchy only */
-		line += 3;
-		while (wl > 1 && want[wl - 1] == '/')
-			wl--;
-		if (!strncmp(line, want, wl) && (line[wl] == 0 || line[wl] == '/' || wl == 1))
-			return true;
-	}
-	return false;
-}
-
-static void clean_app(char *s)
-{
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
-			*s = '_';
-}
-
-/* $app_env of the target, else the script or -m module it runs, else comm */
-static void app_name(const struct daemon *d, int pid, char *out, size_t len)
-{
-	static char buf[1 << 16];
-	char path[64], *args[64];
-	size_t n, envlen = strlen(d->cfg.app_env), nargs = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	if (envlen && read_file(path, buf, sizeof(buf), &n)) {
-		for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-			if (!strncmp(buf + i, d->cfg.app_env, envlen) && buf[i + envlen] == '=' &&
-			    buf[i + envlen + 1]) {
-				snprintf(out, len, "%s", buf + i + envlen + 1);
-				clean_app(out);
-				return;
-			}
-	}
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	if (read_file(path, buf, sizeof(buf), &n))
-		for (size_t i = 0; i < n && nargs < 64; i += strlen(buf + i) + 1)
-			args[nargs++] = buf + i;
-	for (size_t i = 1; i < nargs; i++) {
-		const char *a = args[i], *base, *dot;
-
-		if (!strcmp(a, "-m") && i + 1 < nargs) {
-			snprintf(out, len, "%s", args[i + 1]);
-			clean_app(out);
-			return;
-		}
-		if (!strcmp(a, "-c"))
-			break;
-		if (a[0] == '-') {
-			if ((!strcmp(a, "-W") || !strcmp(a, "-X")) && i + 1 < nargs)
-				i++; /* options with a separate value */
-			continue;
-		}
-		base = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
-		dot = strrchr(base, '.');
-		snprintf(out, len, "%.*s", (int)(dot && !strcmp(dot, ".py") ? dot - base : (long)strlen(base)),
-			 base);
-		if (!strcmp(out, "__main__") || !*out) /* a package run as a directory */
-			break;
-		clean_app(out);
-		return;
-	}
-	proc_comm(pid, out, len);
-	clean_app(out);
-}
-
 static bool want(void *ctx, int pid, uint32_t gen)
 {
-	struct daemon *d = ctx;
-	struct app_key k = { pid, gen };
-	struct app *a;
-	char comm[64], cmdline[256];
-
-	if (d->have_re) {
-		proc_comm(pid, comm, sizeof(comm));
-		proc_cmdline(pid, cmdline, sizeof(cmdline));
-		if (regexec(&d->re, comm, 0, NULL, 0) && regexec(&d->re, cmdline, 0, NULL, 0))
-			return false;
-	}
-	if (d->cfg.cgroup[0] && !in_cgroup(pid, d->cfg.cgroup))
-		return false;
-	a = calloc(1, sizeof(*a));
-	if (!a || hmap_put(&d->apps, &k, sizeof(k), a)) {
-		free(a);
-		return true;
-	}
-	app_name(d, pid, a->name, sizeof(a->name));
-	return true;
-}
-
-static const char *app_of(struct daemon *d, int pid, uint32_t gen)
-{
-	struct app_key k = { pid, gen };
-	struct app *a = hmap_get(&d->apps, &k, sizeof(k));
-
-	return a && a->name[0] ? a->name : "python";
+	return select_want(&((struct daemon *)ctx)->sel, pid, gen);
 }
 
 /* ---- writing an interval ---- */
@@ -313,7 +189,7 @@ static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint3
 	c.duration_s = secs;
 	c.freq = d->cfg.freq;
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	c.title = app_of(d, pid, gen);
+	c.title = select_app(&d->sel, pid, gen);
 	c.start_unix_ns = d->interval_unix_ns;
 	c.pid = pid;
 	c.gen = gen;
@@ -376,18 +252,8 @@ static void forget_gone(struct daemon *d, struct profile *prof)
 	}
 	for (size_t i = 0; i < n; i++)
 		profile_forget_proc(prof, gone[i]);
-	if (n) { /* and the names of their images */
-		struct hmap keep = { 0 };
-
-		hmap_for_each(&d->apps, e) {
-			const struct app_key *k = e->key;
-
-			if ((kill(k->pid, 0) && errno == ESRCH) || hmap_put(&keep, k, sizeof(*k), e->val))
-				free(e->val);
-		}
-		hmap_free(&d->apps, NULL);
-		d->apps = keep;
-	}
+	if (n) /* and the names of their images */
+		select_forget_gone(&d->sel);
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -435,10 +301,10 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 	size_t nimg = 0;
 	struct app_key *img = images(prof, &nimg);
 
-	profile_name_kernel_stacks(prof);
+	naming_name_kernel(prof);
 	for (size_t i = 0; i < nimg; i++) {
 		int pid = img[i].pid;
-		const char *app = app_of(d, pid, img[i].gen);
+		const char *app = select_app(&d->sel, pid, img[i].gen);
 		size_t len;
 		char *data = render_pprof(d, prof, pid, img[i].gen, secs, &len);
 
@@ -479,14 +345,6 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double
 
 /* ---- SIGHUP ---- */
 
-static void use_cfg(struct daemon *d)
-{
-	if (d->have_re)
-		regfree(&d->re);
-	d->have_re = d->cfg.match[0] &&
-		     regcomp(&d->re, d->cfg.match, REG_EXTENDED | REG_NOSUB) == 0;
-}
-
 static void on_hup(void *ctx)
 {
 	struct daemon *d = ctx;
@@ -514,13 +372,8 @@ static void on_hup(void *ctx)
 	if (d->spool)
 		spool_configure(d->spool, c.spool_bytes, c.push);
 	d->cfg = c;
-	use_cfg(d);
+	select_configure(&d->sel, &d->cfg);
 	dlog(DLOG_INFO, "reloaded the configuration (applies to processes found from now on)");
-}
-
-static void free_app(void *v)
-{
-	free(v);
 }
 
 int daemon_main(int argc, char **argv)
@@ -554,9 +407,9 @@ int daemon_main(int argc, char **argv)
 		fprintf(stderr, "pyperf-bpf: daemon: %s\n", err);
 		return 1;
 	}
-	use_cfg(&d);
+	select_configure(&d.sel, &d.cfg);
 	gethostname(d.host, sizeof(d.host) - 1);
-	clean_app(d.host);
+	select_clean(d.host);
 	d.interval_unix_ns = clock_unix_ns();
 	d.prev_cpu = clock_cpu_s(NULL);
 	memset(&o, 0, sizeof(o));
@@ -575,6 +428,7 @@ int daemon_main(int argc, char **argv)
 	o.unwind_bytes = env.unwind_bytes ? env.unwind_bytes : d.cfg.unwind_bytes;
 	o.counts_entries = env.counts_entries;
 	o.debuginfo_path = env.debuginfo_path;
+	o.vmlinux_btf = env.vmlinux_btf;
 	dlog(DLOG_INFO, "profiling CPython processes at %d Hz, one profile per process every %.0f s%s%s%s%s",
 	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,
 	     d.cfg.push[0] ? ", pushed to " : "", d.cfg.push);
@@ -587,8 +441,6 @@ int daemon_main(int argc, char **argv)
 			     d.cfg.spool);
 	}
 	dlog(DLOG_INFO, "stopped after %llu intervals", (unsigned long long)d.intervals);
-	if (d.have_re)
-		regfree(&d.re);
-	hmap_free(&d.apps, free_app);
+	select_free(&d.sel);
 	return rc;
 }

@@ -7,12 +7,13 @@
  * registers, and pairs OS threads with PyThreadStates by the FS base, which
  * is what CPython stores as the thread id (pthread_self).  pywalk.c then walks
  * the frames and, with --native, unwinds the native stack with the same rows
- * the sampler uses.  Each thread's stack goes through profile_add_stack like
- * a sampled one, so names and the native merge are the sampler's.  Threads
- * run again before anything is printed. */
+ * the sampler uses.  Each thread's stack goes through the naming step
+ * (session/naming.h) like a sampled one, so names and the native merge are
+ * the sampler's.  Threads run again before anything is printed. */
 #include "dump.h"
 #include "cmdline.h"
 #include "errmsg.h"
+#include "naming.h"
 #include "native.h"
 #include "output.h"
 #include "profile.h"
@@ -46,6 +47,7 @@ struct dumper {
 	struct dthread *t;
 	size_t n;
 	struct profile prof;
+	struct naming names;
 	struct native nat;
 	struct native_store store;
 	struct unwind_row *table[PYPERF_MAX_TABLES]; /* the unwind tables, in memory */
@@ -206,74 +208,60 @@ static uint64_t tstate_of(const struct dumper *d, const uint64_t *ts, int nts, u
 
 /* Walk one stopped thread and add its stack to the profile (one sample). */
 static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
-			const struct native_maps *nm, struct ev_stack *ev)
+			const struct native_maps *nm)
 {
-	struct stack_key k;
+	static struct py_frame frames[PYPERF_MAX_FRAMES];
+	static __u64 native[PYPERF_MAX_NATIVE];
+	char comm[PYPERF_COMM_LEN + 1] = "", path[64];
+	struct raw_stack raw = { .pid = d->o->pid, .tid = t->tid, .gen = 1,
+				 .hash = (uint64_t)t->tid, /* one stack per thread */
+				 .thread_name = comm, .py = frames, .native = native };
+	struct stack_ref ref = { .pid = (uint32_t)d->o->pid, .gen = 1, .hash = raw.hash };
 	uint32_t pyflags = 0, natflags = 0;
+	FILE *f;
 
-	memset(ev, 0, EV_STACK_HDR_SIZE);
-	ev->kind = EV_STACK;
-	ev->pid = (uint32_t)d->o->pid;
-	ev->tid = (uint32_t)t->tid;
-	ev->gen = 1;
-	ev->hash = (uint64_t)t->tid; /* one stack per thread */
 	if (tstate)
-		ev->nframes = pywalk_frames(&d->py, tstate, ev->frames, PYPERF_MAX_FRAMES, &pyflags);
+		raw.npy = pywalk_frames(&d->py, tstate, frames, PYPERF_MAX_FRAMES, &pyflags);
 	if (nm && t->stopped) {
 		struct unwind_regs g = { t->regs.rip, t->regs.rsp, t->regs.rbp, t->regs.rbx };
 
-		ev->nnative = pywalk_native(d->o->pid, nm, mem_table, d, g, ev->native,
+		raw.nnative = pywalk_native(d->o->pid, nm, mem_table, d, g, native,
 					    PYPERF_MAX_NATIVE, &natflags);
 	}
-	ev->flags = pyflags | natflags;
-	{
-		char path[64];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", d->o->pid, t->tid);
-		if ((f = fopen(path, "r"))) {
-			if (fgets(ev->comm, sizeof(ev->comm), f))
-				ev->comm[strcspn(ev->comm, "\n")] = 0;
-			fclose(f);
-		}
+	raw.flags = pyflags | natflags;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", d->o->pid, t->tid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
 	}
-	if (profile_add_stack(&d->prof, ev))
-		return;
-	memset(&k, 0, sizeof(k));
-	k.pid = ev->pid;
-	k.tid = ev->tid;
-	k.gen = ev->gen;
-	k.kstack = -1;
-	k.hash = ev->hash;
-	profile_add_count(&d->prof, &k, 1, NULL, 0);
+	if (naming_add_stack(&d->names, &d->prof, &raw) == 0)
+		profile_add_count(&d->prof, &ref, (uint32_t)t->tid, 1, NULL, 0);
 }
 
 static int collect(struct dumper *d, char *err, size_t errlen)
 {
 	static uint64_t ts[PYPERF_MAX_THREADS];
 	static struct native_maps nm;
-	struct ev_stack *ev = malloc(sizeof(*ev));
 	bool have_maps = false;
 	int nts;
 
-	if (!ev) {
-		set_err(err, errlen, "out of memory");
-		return -1;
-	}
 	if (d->o->native) {
 		d->store = (struct native_store){ .create = mem_create, .install = mem_install,
 						  .remove = mem_remove, .discard = mem_discard,
 						  .ctx = d };
 		if (native_init(&d->nat, &d->store, UINT64_MAX, false)) {
 			set_err(err, errlen, "out of memory");
-			free(ev);
 			return -1;
 		}
 		d->nat.debuginfo_path = d->o->debuginfo_path;
-		d->prof.nat = &d->nat;
+		d->names.nat = &d->nat;
 		have_maps = native_proc_update(&d->nat, d->o->pid, &nm, err, errlen) == 0;
 	}
-	profile_set_python(&d->prof, d->o->pid, &d->py, 1);
+	if (naming_set_python(&d->names, &d->prof, &d->py, 1)) {
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
 	nts = pywalk_threads(&d->py, ts, PYPERF_MAX_THREADS);
 	if (nts < 0)
 		nts = 0; /* not initialised yet, or finalising: no Python threads */
@@ -282,9 +270,8 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 		uint64_t tstate = t->stopped ? tstate_of(d, ts, nts, t->regs.fs_base) : 0;
 
 		if (tstate || (d->o->native && t->stopped))
-			walk_thread(d, t, tstate, have_maps ? &nm : NULL, ev);
+			walk_thread(d, t, tstate, have_maps ? &nm : NULL);
 	}
-	free(ev);
 	return 0;
 }
 
@@ -375,6 +362,7 @@ int dump_run(const struct dump_opts *o)
 	memset(&d, 0, sizeof(d));
 	d.o = o;
 	profile_init(&d.prof);
+	naming_init(&d.names, NULL);
 	if (pyproc_inspect(o->pid, &d.py, err, sizeof(err)) != PYPROC_OK)
 		goto out;
 	if (stop_threads(&d, err, sizeof(err)) == 0 && collect(&d, err, sizeof(err)) == 0)
@@ -391,6 +379,7 @@ out:
 	if (rc)
 		fprintf(stderr, "pyperf-bpf: %s\n", err);
 	profile_free(&d.prof);
+	naming_free(&d.names);
 	if (o->native)
 		native_free(&d.nat);
 	for (size_t i = 0; i < PYPERF_MAX_TABLES; i++)

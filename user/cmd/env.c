@@ -41,5 +41,8 @@ int env_read(struct env *e, char *err, size_t errlen)
 	if (r)
 		e->unwind_bytes = (uint64_t)v;
 	e->debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
+	e->vmlinux_btf = getenv("PYPERF_VMLINUX_BTF");
+	if (e->vmlinux_btf && !*e->vmlinux_btf)
+		e->vmlinux_btf = NULL;
 	return 0;
 }

@@ -13,6 +13,8 @@ struct env {
 				      * --unwind-mb, for tests (0: unset) */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH: where separate debug files
 				      * are searched (NULL: by the binary's prefix) */
+	const char *vmlinux_btf;     /* PYPERF_VMLINUX_BTF: the kernel's BTF from this file
+				      * (NULL: /sys/kernel/btf/vmlinux) */
 };
 
 /* Fill *e from the environment; 0, or -1 with a message naming the variable. */

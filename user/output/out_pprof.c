@@ -281,7 +281,7 @@ static Sample *new_sample(struct builder *b, const struct psample *s, const uint
 	x->label[0] = new_label(b, "pid", NULL, s->stack->pid);
 	x->label[1] = new_label(b, "thread_id", NULL, s->tid);
 	x->label[2] = new_label(b, "thread_name", profile_thread_name(b->c->prof, s->tid), 0);
-	x->label[3] = new_label(b, "process_name", pp ? pp->comm : "?", 0);
+	x->label[3] = new_label(b, "process_name", profile_proc_comm(pp), 0);
 	x->n_label = b->failed ? 0 : NLABELS;
 	return x;
 }

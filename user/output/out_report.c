@@ -83,8 +83,8 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		qsort(procs, n, sizeof(*procs), by_samples);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "  %d %s (Python %d.%d): %llu samples\n", procs[i]->pid,
-			procs[i]->cmdline[0] ? procs[i]->cmdline : procs[i]->comm, procs[i]->py.major,
-			procs[i]->py.minor, (unsigned long long)procs[i]->samples);
+			profile_proc_label(procs[i]), procs[i]->py_major,
+			procs[i]->py_minor, (unsigned long long)procs[i]->samples);
 	free(procs);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "

@@ -280,7 +280,7 @@ static void profile_name(struct sbuf *b, const struct out_ctx *c, const struct p
 	struct sbuf name = { 0 };
 
 	sb_printf(&name, "%u %s / thread %u %s", s->stack->pid,
-		  pp && pp->cmdline[0] ? pp->cmdline : pp ? pp->comm : "?", s->tid,
+		  profile_proc_label(pp), s->tid,
 		  profile_thread_name(c->prof, s->tid));
 	sb_json(b, sb_str(&name));
 	b->failed |= !sb_ok(&name);

@@ -28,7 +28,7 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 		const struct pproc *pp = hmap_get(&c->prof->procs, &s->stack->pid, sizeof(int));
 
 		sb_printf(b, "process %u ", s->stack->pid);
-		put_clean(b, pp && pp->cmdline[0] ? pp->cmdline : pp ? pp->comm : "?");
+		put_clean(b, profile_proc_label(pp));
 		sb_putc(b, ';');
 	}
 	if (c->threads) {

@@ -1,18 +1,9 @@
-/* profile.c - see profile.h.  Names are resolved the moment a stack is
- * announced, while the process is alive; a code object already named for this
- * process (same address and co_firstlineno) is not read again. */
+/* profile.c - see profile.h. */
 #include "profile.h"
-#include "pyread.h"
-#include "merge.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct code_key {
-	uint64_t addr;
-	uint32_t check;
-	uint32_t gen;
-};
 
 struct stack_id {
 	uint64_t hash;
@@ -77,8 +68,6 @@ struct pproc *profile_proc(struct profile *p, int pid)
 	if (!pp)
 		return NULL;
 	pp->pid = pid;
-	proc_comm(pid, pp->comm, sizeof(pp->comm));
-	proc_cmdline(pid, pp->cmdline, sizeof(pp->cmdline));
 	if (hmap_put(&p->procs, &pid, sizeof(pid), pp)) {
 		free(pp);
 		return NULL;
@@ -86,32 +75,54 @@ struct pproc *profile_proc(struct profile *p, int pid)
 	return pp;
 }
 
-static struct func *name_code(struct profile *p, struct pproc *pp, uint32_t gen,
-				const struct py_frame *f)
+void profile_describe_proc(struct profile *p, int pid, const char *comm, const char *cmdline)
 {
-	struct code_key k = { .addr = f->code, .check = f->check, .gen = gen };
-	struct func *fn = hmap_get(&pp->code, &k, sizeof(k));
+	struct pproc *pp = profile_proc(p, pid);
 
-	if (fn)
-		return fn;
-	if (pp->python && pp->gen == gen)
-		fn = pyread_code(pp->pid, f->code, f->check, &pp->py.off);
-	if (!fn) {
-		p->unresolved_frames++;
-		fn = func_unknown_code(f->code);
-		if (!fn)
-			return NULL;
-		own(pp, fn->name);
-		own(pp, fn->file);
-		own(pp, fn);
-		return fn; /* not cached: a later announcement may read it */
+	if (!pp)
+		return;
+	snprintf(pp->comm, sizeof(pp->comm), "%s", comm);
+	snprintf(pp->cmdline, sizeof(pp->cmdline), "%s", cmdline);
+}
+
+const char *profile_proc_label(const struct pproc *pp)
+{
+	return pp && pp->cmdline[0] ? pp->cmdline : profile_proc_comm(pp);
+}
+
+const char *profile_proc_comm(const struct pproc *pp)
+{
+	return pp && pp->comm[0] ? pp->comm : "?";
+}
+
+struct func *profile_code(const struct profile *p, int pid, const struct code_ref *c)
+{
+	const struct pproc *pp = hmap_get(&p->procs, &pid, sizeof(pid));
+	struct code_ref k = { .addr = c->addr, .check = c->check, .gen = c->gen };
+
+	return pp ? hmap_get(&pp->code, &k, sizeof(k)) : NULL;
+}
+
+int profile_keep_func(struct profile *p, int pid, struct func *fn, const struct code_ref *c)
+{
+	struct pproc *pp = profile_proc(p, pid);
+	struct code_ref k;
+
+	if (!pp) {
+		func_free(fn);
+		return -1;
 	}
 	own(pp, fn->name);
 	own(pp, fn->file);
 	own(pp, fn->lt);
 	own(pp, fn);
-	hmap_put(&pp->code, &k, sizeof(k), fn);
-	return fn;
+	if (!c)
+		return 0;
+	memset(&k, 0, sizeof(k)); /* a key without stray padding bytes */
+	k.addr = c->addr;
+	k.check = c->check;
+	k.gen = c->gen;
+	return hmap_put(&pp->code, &k, sizeof(k), fn);
 }
 
 void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
@@ -130,115 +141,60 @@ void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
 	memcpy(name, comm, strnlen(comm, PYPERF_COMM_LEN));
 }
 
-/* nraw Python frames in raw; nnat native ones in nat */
-struct raw_stack {
-	const struct py_frame *py;
-	uint32_t npy;
-	const __u64 *nat;
-	uint32_t nnat;
-};
-
-static bool same_raw(const struct pstack *st, uint32_t flags, const struct raw_stack *r)
+static struct pstack *find_stack(const struct profile *p, const struct stack_ref *ref)
 {
-	return st->raw && st->flags == flags && st->nraw == r->npy && st->nrawnat == r->nnat &&
-	       !memcmp(st->raw, r->py, r->npy * sizeof(*r->py)) &&
-	       (!r->nnat || !memcmp(st->rawnat, r->nat, r->nnat * sizeof(*r->nat)));
+	const struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
+	struct stack_id id = { .hash = ref->hash, .gen = ref->gen };
+
+	return pp ? hmap_get(&pp->stacks, &id, sizeof(id)) : NULL;
 }
 
-static int insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
-			uint32_t flags, const struct pframe *frames, uint32_t n,
-			const struct raw_stack *raw);
-
-int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
-			 uint32_t flags, const struct pframe *frames, uint32_t n,
-			 const struct py_frame *raw)
+static bool same_ident(const struct pstack *st, uint32_t flags, const void *ident, size_t n)
 {
-	struct raw_stack r = { .py = raw, .npy = n };
-
-	return insert_stack(p, pid, gen, hash, flags, frames, n, raw ? &r : NULL);
+	return st->ident && st->flags == flags && st->nident == n && !memcmp(st->ident, ident, n);
 }
 
-static int insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
-			uint32_t flags, const struct pframe *frames, uint32_t n,
-			const struct raw_stack *raw)
+bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uint32_t flags,
+		       const void *ident, size_t nident)
 {
-	struct pproc *pp = profile_proc(p, (int)pid);
-	struct stack_id id = { .hash = hash, .gen = gen };
+	const struct pstack *st = find_stack(p, ref);
+
+	return st && same_ident(st, flags, ident, nident);
+}
+
+int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_t flags,
+			 const struct pframe *frames, uint32_t n, const void *ident,
+			 size_t nident)
+{
+	struct pproc *pp = profile_proc(p, (int)ref->pid);
+	struct stack_id id = { .hash = ref->hash, .gen = ref->gen };
 	struct pstack *st, *old;
 
 	if (!pp)
 		return -1;
 	old = hmap_get(&pp->stacks, &id, sizeof(id));
-	if (old && (!raw || same_raw(old, flags, raw)))
+	if (old && (!ident || same_ident(old, flags, ident, nident)))
 		return 0; /* announced again after a drain: already known */
 	st = malloc(sizeof(*st) + n * sizeof(st->frames[0]));
 	if (!st)
 		return -1;
-	st->pid = pid;
-	st->gen = gen;
+	st->pid = ref->pid;
+	st->gen = ref->gen;
 	st->flags = flags;
 	st->nframes = n;
-	st->raw = NULL;
-	st->rawnat = NULL;
-	st->nraw = st->nrawnat = 0;
+	st->ident = NULL;
+	st->nident = 0;
 	memcpy(st->frames, frames, n * sizeof(st->frames[0]));
 	own(pp, st);
-	if (raw) {
-		st->raw = malloc(raw->npy * sizeof(*raw->py) + 1);
-		if (!st->raw)
+	if (ident) {
+		st->ident = malloc(nident + 1);
+		if (!st->ident)
 			return -1;
-		memcpy(st->raw, raw->py, raw->npy * sizeof(*raw->py));
-		st->nraw = raw->npy;
-		own(pp, st->raw);
-		if (raw->nnat) {
-			st->rawnat = malloc(raw->nnat * sizeof(*raw->nat));
-			if (!st->rawnat)
-				return -1;
-			memcpy(st->rawnat, raw->nat, raw->nnat * sizeof(*raw->nat));
-			st->nrawnat = raw->nnat;
-			own(pp, st->rawnat);
-		}
+		memcpy(st->ident, ident, nident);
+		st->nident = nident;
+		own(pp, st->ident);
 	}
 	return hmap_put(&pp->stacks, &id, sizeof(id), st);
-}
-
-int profile_add_stack(struct profile *p, const struct ev_stack *ev)
-{
-	static struct pframe frames[PYPERF_MAX_FRAMES];
-	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 1];
-	static uint8_t entry[PYPERF_MAX_FRAMES];
-	static const struct func *nat[PYPERF_MAX_NATIVE];
-	struct pproc *pp = profile_proc(p, ev->pid);
-	struct stack_id id = { .hash = ev->hash, .gen = ev->gen };
-	uint32_t n = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;
-	uint32_t nn = ev->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : ev->nnative;
-	struct raw_stack raw = { .py = ev->frames, .npy = n, .nat = ev->native, .nnat = nn };
-	struct pstack *old;
-	/* a thread that ran no Python code: its native and kernel stack only */
-	uint32_t flags = ev->flags | (n ? 0 : STACK_NO_PYTHON);
-
-	if (!pp)
-		return -1;
-	profile_set_thread_name(p, ev->tid, ev->comm);
-	old = hmap_get(&pp->stacks, &id, sizeof(id));
-	if (old && same_raw(old, flags, &raw))
-		return 0;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t instr = PY_FRAME_INSTR(ev->frames[i].instr);
-
-		frames[i].fn = name_code(p, pp, ev->gen, &ev->frames[i]);
-		/* negative offsets (a frame not started yet) come masked */
-		frames[i].instr = instr >= 0x7fff0000u ? UINT32_MAX : instr;
-		entry[i] = !!(ev->frames[i].instr & PY_FRAME_ENTRY);
-		if (!frames[i].fn)
-			return -1;
-	}
-	if (!(flags & STACK_NATIVE) || !p->nat)
-		return insert_stack(p, ev->pid, ev->gen, ev->hash, flags, frames, n, &raw);
-	for (uint32_t i = 0; i < nn; i++)
-		nat[i] = native_func(p->nat, ev->pid, ev->native[i], i == 0);
-	n = merge_frames(frames, entry, n, nat, nn, flags, merged);
-	return insert_stack(p, ev->pid, ev->gen, ev->hash, flags, merged, n, &raw);
 }
 
 /* the interned, named kernel stack for these addresses */
@@ -269,11 +225,10 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* every distinct kernel address of the profile not named yet, sorted */
-static uint64_t *kernel_addresses(struct profile *p, size_t *n)
+uint64_t *profile_unnamed_kernel(const struct profile *p, size_t *n)
 {
 	struct hmap seen = { 0 };
-	uint64_t *v;
+	uint64_t *v = NULL;
 	size_t k = 0;
 
 	hmap_for_each(&p->kstacks, s) {
@@ -283,34 +238,23 @@ static uint64_t *kernel_addresses(struct profile *p, size_t *n)
 			if (!hmap_get(&p->knames, &ips[i], sizeof(ips[i])))
 				hmap_put(&seen, &ips[i], sizeof(ips[i]), NULL);
 	}
-	v = malloc((seen.len + 1) * sizeof(*v));
-	if (v)
+	if (seen.len)
+		v = malloc(seen.len * sizeof(*v));
+	if (v) {
 		hmap_for_each(&seen, s)
 			memcpy(&v[k++], s->key, sizeof(*v));
+		qsort(v, k, sizeof(*v), cmp_u64);
+	}
 	hmap_free(&seen, NULL);
-	qsort(v, k, sizeof(*v), cmp_u64);
 	*n = k;
 	return v;
 }
 
-void profile_name_kernel_stacks(struct profile *p)
+void profile_set_kernel_names(struct profile *p, const uint64_t *addrs, char **names, size_t n)
 {
-	size_t n = 0;
-	uint64_t *addrs;
-	char **names;
-
-	if (!p->kstacks.len)
-		return;
-	addrs = kernel_addresses(p, &n);
-	names = calloc(n + 1, sizeof(*names));
-	if (addrs && names && n) { /* a daemon's later intervals often name none anew */
-		ksyms_resolve("/proc/kallsyms", addrs, n, names);
-		for (size_t i = 0; i < n; i++)
-			if (names[i] && hmap_put(&p->knames, &addrs[i], sizeof(addrs[i]), names[i]))
-				free(names[i]);
-	}
-	free(addrs);
-	free(names);
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && hmap_put(&p->knames, &addrs[i], sizeof(addrs[i]), names[i]))
+			free(names[i]);
 	hmap_for_each(&p->kstacks, s) {
 		struct kstack *ks = s->val;
 
@@ -323,12 +267,11 @@ void profile_name_kernel_stacks(struct profile *p)
 	}
 }
 
-void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count,
-		       const uint64_t *kips, unsigned nk)
+void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
+		       uint64_t count, const uint64_t *kips, unsigned nk)
 {
-	struct pproc *pp = hmap_get(&p->procs, &k->pid, sizeof(k->pid));
-	struct stack_id id = { .hash = k->hash, .gen = k->gen };
-	struct pstack *st = pp ? hmap_get(&pp->stacks, &id, sizeof(id)) : NULL;
+	struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
+	struct pstack *st = find_stack(p, ref);
 	struct sample_key sk;
 	struct psample *s;
 
@@ -339,7 +282,7 @@ void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t co
 	memset(&sk, 0, sizeof(sk));
 	sk.stack = st;
 	sk.kstack = intern_kstack(p, kips, nk);
-	sk.tid = k->tid;
+	sk.tid = tid;
 	s = hmap_get(&p->samples, &sk, sizeof(sk));
 	if (!s) {
 		s = calloc(1, sizeof(*s));
@@ -350,24 +293,11 @@ void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t co
 		}
 		s->stack = st;
 		s->kstack = sk.kstack;
-		s->tid = k->tid;
+		s->tid = tid;
 	}
 	s->count += count;
 	pp->samples += count;
 	p->total += count;
-}
-
-void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uint32_t gen)
-{
-	struct pproc *pp = profile_proc(p, pid);
-
-	if (!pp)
-		return;
-	pp->py = *py;
-	pp->python = true;
-	pp->gen = gen;
-	proc_comm(pid, pp->comm, sizeof(pp->comm));
-	proc_cmdline(pid, pp->cmdline, sizeof(pp->cmdline));
 }
 
 static int cmp_sample(const void *a, const void *b)

@@ -1,9 +1,10 @@
-/* profile.h - stack aggregation in user space.
+/* profile.h - stack aggregation in user space: pure data, no I/O.
  *
  * The sampler announces each new stack (pid, hash, frames) on the ring buffer
- * and later reports counts per (pid, tid, hash).  A profile keeps, per process,
- * an index hash -> struct pstack whose frames are already named (struct
- * func, frame.h), and sums counts per (stack, thread).  Every classification of a
+ * and later reports counts per (pid, tid, hash).  Once the naming step
+ * (session/naming.h) has named a stack's frames (struct func, frame.h), a
+ * profile keeps it, per process, under its key (struct stack_ref), and sums
+ * counts per (stack, thread, kernel stack).  Every classification of a
  * process image gets a new generation number that the sampler puts in each
  * key, so a reused pid or an exec'ed program never inherits old names. */
 #ifndef PYPERF_PROFILE_H
@@ -12,11 +13,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "hmap.h"
-#include "ksyms.h"
-#include "native.h"
 #include "pyperf.h"
-#include "pyproc.h"
 #include "frame.h"
+
+/* The key of a stack: the process, its image and the sampler's hash. */
+struct stack_ref {
+	uint32_t pid;
+	uint32_t gen;
+	uint64_t hash;
+};
+
+/* The key of a named code object: its address in image gen, and the check
+ * the sampler took with it (py_code_check). */
+struct code_ref {
+	uint64_t addr;
+	uint32_t check;
+	uint32_t gen;
+};
 
 struct pframe {
 	struct func *fn;
@@ -28,13 +41,13 @@ struct pstack {
 	uint32_t gen;                /* the process image it was sampled in */
 	uint32_t flags;              /* STACK_TRUNCATED, STACK_BAD_READ */
 	uint32_t nframes;
-	struct py_frame *raw;        /* as the sampler sent them (NULL if built by hand) */
-	__u64 *rawnat;               /* native frames as sent (NULL: none) */
-	uint32_t nraw, nrawnat;
+	void *ident;                 /* what it was named from (NULL: not given) */
+	size_t nident;
 	struct pframe frames[];      /* leaf first: Python and native frames merged */
 };
 
-/* A kernel stack, leaf first; named by profile_name_kernel_stacks. */
+/* A kernel stack, leaf first; ips and names are NULL until
+ * profile_set_kernel_names. */
 struct kstack {
 	uint32_t n;
 	const uint64_t *ips;
@@ -52,11 +65,9 @@ struct pproc {
 	int pid;
 	char comm[PYPERF_COMM_LEN];
 	char cmdline[256];
-	struct pyproc py;            /* the current image, valid when `python` */
-	bool python;
-	uint32_t gen;                /* generation of the current image */
+	int py_major, py_minor;      /* its CPython version */
 	uint64_t samples;
-	struct hmap code;            /* (gen, code address, check) -> struct func * */
+	struct hmap code;            /* struct code_ref -> struct func * */
 	struct hmap stacks;          /* (gen, stack hash) -> struct pstack * */
 	void **owned;                /* its stacks and functions, freed with it */
 	size_t nowned, capowned;
@@ -71,33 +82,46 @@ struct profile {
 	uint64_t total;              /* samples counted */
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
-	struct native *nat;          /* names native frames (NULL: none were taken) */
 };
 
 void profile_init(struct profile *p);
 void profile_free(struct profile *p);
 
-/* The process entry for pid, created (comm and cmdline read) if new. */
+/* The process entry for pid, created (with empty names) if new. */
 struct pproc *profile_proc(struct profile *p, int pid);
-/* Record a newly announced stack, naming its code objects now. */
-int profile_add_stack(struct profile *p, const struct ev_stack *ev);
-/* Record a stack whose frames are already named (leaf first); used by
- * profile_add_stack and by tests.  frames and raw (may be NULL) are copied.
- * A key already known is kept unless raw is given and differs: then the key
- * names the new stack from now on (its code objects were replaced). */
-int profile_insert_stack(struct profile *p, uint32_t pid, uint32_t gen, uint64_t hash,
-			 uint32_t flags, const struct pframe *frames, uint32_t n,
-			 const struct py_frame *raw);
-/* Add count samples of the stack the sampler keyed as k, taken with kernel
- * stack kips[0..nk) (leaf first; nk 0 for none). */
-void profile_add_count(struct profile *p, const struct stack_key *k, uint64_t count,
-		       const uint64_t *kips, unsigned nk);
-/* pid is (now) the Python image py, generation gen. */
-void profile_set_python(struct profile *p, int pid, const struct pyproc *py, uint32_t gen);
+/* pid's command name and command line (NUL-terminated, cut to fit). */
+void profile_describe_proc(struct profile *p, int pid, const char *comm, const char *cmdline);
+/* How writers name a process: its command line, else its command name,
+ * else "?" (pp may be NULL); and its command name, else "?". */
+const char *profile_proc_label(const struct pproc *pp);
+const char *profile_proc_comm(const struct pproc *pp);
+/* The function kept for code object c of process pid, or NULL. */
+struct func *profile_code(const struct profile *p, int pid, const struct code_ref *c);
+/* Keep fn (malloc'd, with its name, file and line table) until pid's entry
+ * goes; with c, profile_code finds it under c from now on.  -1: no memory
+ * (fn is freed). */
+int profile_keep_func(struct profile *p, int pid, struct func *fn, const struct code_ref *c);
+/* Record a stack whose frames are named (leaf first; copied).  ident (may be
+ * NULL) is what it was named from, copied too: a key already known is kept
+ * unless ident is given and differs, then the key names the new stack from
+ * now on (its code objects were replaced). */
+int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_t flags,
+			 const struct pframe *frames, uint32_t n, const void *ident,
+			 size_t nident);
+/* Is ref known with this flags and ident already? */
+bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uint32_t flags,
+		       const void *ident, size_t nident);
+/* Add count samples of thread tid in stack ref, taken with kernel stack
+ * kips[0..nk) (leaf first; nk 0 for none). */
+void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
+		       uint64_t count, const uint64_t *kips, unsigned nk);
 
-/* Name the kernel frames of every sample (reads /proc/kallsyms once); call
- * before writing.  Frames that cannot be named are "[unknown]". */
-void profile_name_kernel_stacks(struct profile *p);
+/* The kernel addresses of the profile's samples that have no name yet,
+ * sorted (caller frees; NULL and *n 0 for none or no memory). */
+uint64_t *profile_unnamed_kernel(const struct profile *p, size_t *n);
+/* Name addrs[i] names[i] (names[i] NULL: "[unknown]"), taking the malloc'd
+ * names; every kernel stack's frames are named after this. */
+void profile_set_kernel_names(struct profile *p, const uint64_t *addrs, char **names, size_t n);
 /* All (stack, thread) samples, in a stable order (caller frees the array). */
 struct psample **profile_samples(const struct profile *p, size_t *n);
 /* Remember thread tid's name (comm, up to PYPERF_COMM_LEN bytes). */

@@ -37,6 +37,8 @@ struct sampler {
 	int freq;
 	uint64_t *table_used;        /* the table_used map, mmap'ed */
 	struct native_store store;
+	struct sampler_events ev;
+	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 };
 
 static bool libbpf_verbose;
@@ -46,13 +48,6 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	if (!libbpf_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
-}
-
-static const char *btf_path(void)
-{
-	const char *p = getenv("PYPERF_VMLINUX_BTF");
-
-	return p && *p ? p : "/sys/kernel/btf/vmlinux";
 }
 
 #define NO_PRIVILEGE_MSG "permission denied: run as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)"
@@ -87,16 +82,79 @@ static void explain_load_error(int e, char *err, size_t errlen)
 			 strerror(e));
 }
 
-int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_event_fn fn,
-		 void *ctx, char *err, size_t errlen)
+/* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
+ * -1 for a record whose counts do not match its length. */
+static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
+{
+	const unsigned char *p = data;
+	size_t fbytes, nbytes;
+
+	if (size < EV_WIRE_HEAD)
+		return -1;
+	memcpy(out, p, EV_WIRE_HEAD);
+	if (out->nframes > PYPERF_MAX_FRAMES || out->nnative > PYPERF_MAX_NATIVE)
+		return -1;
+	fbytes = (size_t)out->nframes * sizeof(struct py_frame);
+	nbytes = (size_t)out->nnative * sizeof(out->native[0]);
+	if (size != EV_WIRE_HEAD + fbytes + nbytes)
+		return -1;
+	memcpy(out->frames, p + EV_WIRE_HEAD, fbytes);
+	memcpy(out->native, p + EV_WIRE_HEAD + fbytes, nbytes);
+	return 0;
+}
+
+/* one ring buffer record to its callback */
+static int dispatch(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct sampler_events *e = &s->ev;
+	const struct ev_header *h = data;
+	int pid;
+
+	if (size < sizeof(*h))
+		return 0;
+	pid = (int)h->pid;
+	switch (h->kind) {
+	case EV_STACK:
+		if (e->stack && ev_stack_unpack(data, size, s->stack) == 0)
+			e->stack(e->ctx, s->stack);
+		break;
+	case EV_NEW_PID:
+		if (e->new_pid)
+			e->new_pid(e->ctx, pid);
+		break;
+	case EV_EXEC:
+		if (e->exec)
+			e->exec(e->ctx, pid);
+		break;
+	case EV_EXIT:
+		if (e->exit)
+			e->exit(e->ctx, pid);
+		break;
+	case EV_TABLE:
+		if (e->table && size >= sizeof(struct ev_table))
+			e->table(e->ctx, ((const struct ev_table *)data)->table);
+		break;
+	case EV_MAPS:
+		if (e->maps && size >= sizeof(struct ev_maps))
+			e->maps(e->ctx, pid, ((const struct ev_maps *)data)->pc);
+		break;
+	}
+	return 0;
+}
+
+int sampler_open(struct sampler **out, const struct sampler_opts *o,
+		 const struct sampler_events *ev, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct sampler *s;
 	int e;
 
-	if (access(btf_path(), R_OK)) {
+	const char *btf = o->vmlinux_btf ? o->vmlinux_btf : "/sys/kernel/btf/vmlinux";
+
+	if (access(btf, R_OK)) {
 		set_err(err, errlen, "the kernel has no BTF (%s: %s); pyperf-bpf needs a kernel "
-			 "built with CONFIG_DEBUG_INFO_BTF", btf_path(), strerror(errno));
+			 "built with CONFIG_DEBUG_INFO_BTF", btf, strerror(errno));
 		return -1;
 	}
 	libbpf_verbose = o->verbose;
@@ -106,16 +164,24 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 			 "needed)");
 		return -1;
 	}
-	oo.btf_custom_path = getenv("PYPERF_VMLINUX_BTF");
+	oo.btf_custom_path = o->vmlinux_btf;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	s->freq = o->freq;
+	s->ev = *ev;
+	s->stack = malloc(sizeof(*s->stack));
+	if (!s->stack) {
+		set_err(err, errlen, "out of memory");
+		free(s);
+		return -1;
+	}
 	s->skel = pyperf_bpf__open_opts(&oo);
 	if (!s->skel) {
 		explain_load_error(errno, err, errlen);
+		free(s->stack);
 		free(s);
 		return -1;
 	}
@@ -140,7 +206,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_eve
 		set_err(err, errlen, "cannot attach the process tracepoints: %s", strerror(-e));
 		goto fail;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), fn, ctx, NULL);
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), dispatch, s, NULL);
 	if (!s->rb) {
 		set_err(err, errlen, "cannot open the ring buffer: %s", strerror(errno));
 		goto fail;
@@ -453,5 +519,6 @@ void sampler_close(struct sampler *s)
 	pyperf_bpf__destroy(s->skel);
 	if (s->table_used)
 		munmap(s->table_used, PYPERF_MAX_TABLES * sizeof(uint64_t));
+	free(s->stack);
 	free(s);
 }

@@ -17,18 +17,34 @@ struct sampler_opts {
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
 	bool native_stacks;          /* unwind native user stacks */
+	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
+				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 };
 
-/* Called for every ring buffer record (struct ev_header first). */
-typedef int (*sampler_event_fn)(void *ctx, void *data, size_t size);
+/* The ring buffer's records, decoded and checked; every callback is optional.
+ * A record that does not hold together (a length that does not match its
+ * counts) is dropped. */
+struct sampler_events {
+	/* a stack first seen since the last drain, unpacked */
+	void (*stack)(void *ctx, const struct ev_stack *ev);
+	/* a process the sampler does not know (see sampler_set_proc, sampler_skip) ran */
+	void (*new_pid)(void *ctx, int pid);
+	void (*exec)(void *ctx, int pid);       /* it exec'ed a new program */
+	void (*exit)(void *ctx, int pid);
+	/* a profiled process ran code at pc, in no mapping the unwinder has */
+	void (*maps)(void *ctx, int pid, uint64_t pc);
+	/* a sample needs unwind table `table` (native_mapping.table) built */
+	void (*table)(void *ctx, uint32_t table);
+	void *ctx;
+};
 /* A drained count; kips (leaf first, nk of them) is its kernel stack, if any. */
 typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count,
 				 const uint64_t *kips, unsigned nk);
 
 /* 0 if this process may load and attach the sampler; else -1 and why. */
 int sampler_check_privileges(char *err, size_t errlen);
-int sampler_open(struct sampler **out, const struct sampler_opts *o, sampler_event_fn fn,
-		 void *ctx, char *err, size_t errlen);
+int sampler_open(struct sampler **out, const struct sampler_opts *o,
+		 const struct sampler_events *ev, char *err, size_t errlen);
 int sampler_add_target(struct sampler *s, uint32_t pid);
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi);
 /* Where the native unwinder's tables go (native.h); NULL on failure. */

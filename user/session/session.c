@@ -18,6 +18,7 @@
 #include "session.h"
 #include "errmsg.h"
 #include "clock.h"
+#include "naming.h"
 #include "native.h"
 #include "profile.h"
 #include "pyproc.h"
@@ -64,6 +65,8 @@ struct session {
 	const struct session_hooks *h;
 	struct sampler *s;
 	struct profile prof;
+	struct naming names;         /* names the stacks the sampler announces */
+	bool nat_on;                 /* native frames are taken (nat is set up) */
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
@@ -108,7 +111,7 @@ static void update_native(struct session *r, int pid)
 {
 	char err[512];
 
-	if (!r->prof.nat)
+	if (!r->nat_on)
 		return;
 	if (native_proc_update(&r->nat, pid, r->nmaps, err, sizeof(err)) == 0) {
 		sampler_set_native_maps(r->s, pid, r->nmaps);
@@ -126,7 +129,8 @@ static int adopt(struct session *r, const struct pyproc *py)
 	pi.runtime_addr = py->runtime_addr;
 	pi.gen = ++r->next_gen;
 	pi.off = py->off;
-	profile_set_python(&r->prof, py->pid, py, pi.gen);
+	if (naming_set_python(&r->names, &r->prof, py, pi.gen))
+		return -1;
 	update_native(r, py->pid); /* before the sampler knows the process */
 	return sampler_set_proc(r->s, py->pid, &pi);
 }
@@ -171,90 +175,71 @@ static void classify(struct session *r, int pid)
 	}
 }
 
-/* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
- * -1 for a record whose counts do not match its length. */
-static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
-{
-	const unsigned char *p = data;
-	size_t fbytes, nbytes;
-
-	if (size < EV_WIRE_HEAD)
-		return -1;
-	memcpy(out, p, EV_WIRE_HEAD);
-	if (out->nframes > PYPERF_MAX_FRAMES || out->nnative > PYPERF_MAX_NATIVE)
-		return -1;
-	fbytes = (size_t)out->nframes * sizeof(struct py_frame);
-	nbytes = (size_t)out->nnative * sizeof(out->native[0]);
-	if (size != EV_WIRE_HEAD + fbytes + nbytes)
-		return -1;
-	memcpy(out->frames, p + EV_WIRE_HEAD, fbytes);
-	memcpy(out->native, p + EV_WIRE_HEAD + fbytes, nbytes);
-	return 0;
-}
-
-static int on_event(void *ctx, void *data, size_t size)
+static void on_stack(void *ctx, const struct ev_stack *ev)
 {
 	struct session *r = ctx;
-	const struct ev_header *h = data;
-	struct pid_state *ps;
 
-	if (size < sizeof(*h))
-		return 0;
-	switch (h->kind) {
-	case EV_STACK: {
-		static struct ev_stack ev;  /* 32 KB: not on the stack */
+	struct raw_stack raw;
 
-		if (ev_stack_unpack(data, size, &ev) == 0) {
-			profile_add_stack(&r->prof, &ev);
-			if (r->prof.nat && native_take_stale(&r->nat, (int)ev.pid))
-				update_native(r, (int)ev.pid);
-			if (r->first_native_ms < 0 && ev.nnative && ev.nframes &&
-			    !(ev.flags & (STACK_NATIVE_INCOMPLETE | STACK_NATIVE_TRUNCATED |
-					  STACK_NATIVE_PENDING)))
-				r->first_native_ms = (clock_mono_ns() - r->start_ns) / 1e6;
-		}
-		break;
-	}
-	case EV_NEW_PID:
-		classify(r, h->pid);
-		break;
-	case EV_EXEC:
-		ps = hmap_get(&r->pids, &h->pid, sizeof(h->pid));
-		if (ps)
-			memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
-		native_proc_forget(&r->nat, h->pid);
-		/* a classification of the old image may have been written after
-		 * the exec hook cleared it: forget it, the new image will be
-		 * announced and classified afresh */
-		sampler_forget(r->s, h->pid);
-		break;
-	case EV_EXIT:
-		native_proc_forget(&r->nat, h->pid);
-		break;
-	case EV_TABLE:
-		if (size >= sizeof(struct ev_table))
-			native_table_request(&r->nat, ((const struct ev_table *)data)->table);
-		break;
-	case EV_MAPS: { /* it ran code mapped after we looked (dlopen) */
-		const struct pproc *pp = hmap_get(&r->prof.procs, &h->pid, sizeof(h->pid));
-		const struct ev_maps *em = data;
+	naming_raw_of_event(ev, &raw);
+	naming_add_stack(&r->names, &r->prof, &raw);
+	if (r->nat_on && native_take_stale(&r->nat, (int)ev->pid))
+		update_native(r, (int)ev->pid);
+	if (r->first_native_ms < 0 && ev->nnative && ev->nframes &&
+	    !(ev->flags & (STACK_NATIVE_INCOMPLETE | STACK_NATIVE_TRUNCATED | STACK_NATIVE_PENDING)))
+		r->first_native_ms = (clock_mono_ns() - r->start_ns) / 1e6;
+}
 
-		if (!pp || !pp->python || size < sizeof(*em))
-			break;
-		update_native(r, h->pid);
-		if (r->prof.nat && em->pc && !native_pc_mapped(&r->nat, h->pid, em->pc))
-			sampler_stray_pc(r->s, h->pid, em->pc, clock_mono_ns() +
-					 native_stray_backoff_ns(&r->nat, h->pid, em->pc));
-		break;
-	}
-	}
-	return 0;
+static void on_new_pid(void *ctx, int pid)
+{
+	classify(ctx, pid);
+}
+
+static void on_exec(void *ctx, int pid)
+{
+	struct session *r = ctx;
+	struct pid_state *ps = hmap_get(&r->pids, &pid, sizeof(pid));
+
+	if (ps)
+		memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
+	native_proc_forget(&r->nat, pid);
+	/* a classification of the old image may have been written after the
+	 * exec hook cleared it: forget it, the new image will be announced and
+	 * classified afresh */
+	sampler_forget(r->s, pid);
+}
+
+static void on_exit_event(void *ctx, int pid)
+{
+	struct session *r = ctx;
+
+	native_proc_forget(&r->nat, pid);
+	naming_forget(&r->names, pid);
+}
+
+static void on_table(void *ctx, uint32_t table)
+{
+	native_table_request(&((struct session *)ctx)->nat, table);
+}
+
+/* a profiled process ran code mapped after we looked (dlopen) */
+static void on_maps(void *ctx, int pid, uint64_t pc)
+{
+	struct session *r = ctx;
+
+	if (!r->nat_on || !naming_is_python(&r->names, pid))
+		return;
+	update_native(r, pid);
+	if (pc && !native_pc_mapped(&r->nat, pid, pc))
+		sampler_stray_pc(r->s, pid, pc, clock_mono_ns() + native_stray_backoff_ns(&r->nat, pid, pc));
 }
 
 static void on_count(void *ctx, const struct stack_key *k, uint64_t count, const uint64_t *kips,
 		     unsigned nk)
 {
-	profile_add_count(&((struct session *)ctx)->prof, k, count, kips, nk);
+	struct stack_ref ref = { .pid = k->pid, .gen = k->gen, .hash = k->hash };
+
+	profile_add_count(&((struct session *)ctx)->prof, &ref, k->tid, count, kips, nk);
 }
 
 /* ---- the command after -- ---- */
@@ -504,9 +489,13 @@ int session_check(char *err, size_t errlen)
 int session_run(const struct session_opts *o, const struct session_hooks *h)
 {
 	struct session r;
+	struct sampler_events events = { .stack = on_stack, .new_pid = on_new_pid, .exec = on_exec,
+					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
+					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
-				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native };
+				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
+				   .vmlinux_btf = o->vmlinux_btf };
 	char err[1024];
 	int go = -1, errfd = -1, rc = 1;
 	uint64_t start, load0;
@@ -518,13 +507,14 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	r.first_native_ms = -1;
 	r.warm_cpu = -1;
 	profile_init(&r.prof);
+	naming_init(&r.names, NULL);
 	session_install_signals(h);
 	if (sampler_check_privileges(err, sizeof(err)))
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;
 	load0 = clock_mono_ns();
-	if (sampler_open(&r.s, &so, on_event, &r, err, sizeof(err)))
+	if (sampler_open(&r.s, &so, &events, err, sizeof(err)))
 		goto fail;
 	r.load_s = (clock_mono_ns() - load0) / 1e9;
 	if (!o->no_native) {
@@ -544,7 +534,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 			set_err(err, sizeof(err), "out of memory");
 			goto fail;
 		}
-		r.prof.nat = &r.nat;
+		r.names.nat = &r.nat;
+		r.nat_on = true;
 	}
 	sampler_skip(r.s, getpid(), UINT64_MAX);
 	if (describe_pids(&r, err, sizeof(err)))
@@ -584,7 +575,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		sampler_stats(r.s, end.stats);
 		if (h->on_drain)
 			h->on_drain(h->ctx, &r.prof, end.stats, secs, true);
-		profile_name_kernel_stacks(&r.prof);
+		naming_name_kernel(&r.prof);
 		if (h->on_end && h->on_end(h->ctx, &r.prof, &end, err, sizeof(err)))
 			goto fail;
 		write_stats_json(&r, secs, loop); /* after: peak RSS includes writing */
@@ -610,6 +601,7 @@ out:
 		close(errfd);
 	sampler_close(r.s);
 	profile_free(&r.prof);
+	naming_free(&r.names);
 	native_free(&r.nat);
 	free(r.nmaps);
 	hmap_free(&r.pids, free);

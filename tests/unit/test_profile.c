@@ -1,0 +1,183 @@
+/* test_profile.c - the profile as pure aggregation (user/profile/profile.c):
+ * counts per (stack, thread, kernel stack), the stable sample order, counts
+ * of keys never announced, intervals (reset) and forgotten processes, the
+ * per-image code cache, and kernel frames named after the fact.  No process,
+ * file or BPF map is involved: every input is built here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "profile.h"
+#include "profutil.h"
+
+static struct func f_a = { "a", "/w/a.py", 1, 0, NULL, 0, FN_PYTHON, NULL, 0 };
+static struct func f_b = { "b", "/w/b.py", 2, 0, NULL, 0, FN_PYTHON, NULL, 0 };
+
+static const struct psample *find(struct psample **v, size_t n, uint32_t tid, const struct func *leaf,
+				  const struct kstack *ks)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->tid == tid && v[i]->stack->frames[0].fn == leaf && v[i]->kstack == ks)
+			return v[i];
+	return NULL;
+}
+
+static void counts_sum_per_stack_thread_and_kernel_stack(void **state)
+{
+	static const uint64_t k1[] = { 0xffffffff81000010, 0xffffffff81000020 };
+	static const uint64_t k1_again[] = { 0xffffffff81000010, 0xffffffff81000020 };
+	struct profile p;
+	struct psample **v;
+	size_t n;
+
+	(void)state;
+	profile_init(&p);
+	add_stack(&p, 10, 1, 100, 0, 3, NULL, 0, 1, &f_a, 0u);
+	add_stack(&p, 10, 1, 100, 0, 2, NULL, 0, 1, &f_a, 0u);     /* same: summed */
+	add_stack(&p, 10, 1, 101, 0, 5, NULL, 0, 1, &f_a, 0u);     /* other thread */
+	add_stack(&p, 10, 1, 100, 0, 7, k1, 2, 1, &f_a, 0u);       /* in the kernel */
+	add_stack(&p, 10, 1, 100, 0, 1, k1_again, 2, 1, &f_a, 0u); /* same kernel stack */
+	add_stack(&p, 10, 2, 100, 0, 4, NULL, 0, 1, &f_b, 0u);
+	add_stack(&p, 11, 2, 200, 0, 6, NULL, 0, 1, &f_b, 0u);     /* another process */
+	v = profile_samples(&p, &n);
+	assert_int_equal(n, 5);
+	assert_int_equal(find(v, n, 100, &f_a, NULL)->count, 5);
+	assert_int_equal(find(v, n, 101, &f_a, NULL)->count, 5);
+	assert_non_null(find(v, n, 100, &f_b, NULL));
+	/* the order: pid, then tid, then heavier first */
+	assert_int_equal(v[0]->stack->pid, 10);
+	assert_int_equal(v[0]->tid, 100);
+	assert_int_equal(v[0]->count, 8); /* the kernel one: 7 + 1 */
+	assert_int_equal(v[0]->kstack->n, 2);
+	assert_int_equal(v[1]->count, 5);
+	assert_int_equal(v[2]->count, 4);
+	assert_int_equal(v[3]->tid, 101);
+	assert_int_equal(v[4]->stack->pid, 11);
+	free(v);
+	assert_int_equal(p.total, 3 + 2 + 5 + 7 + 1 + 4 + 6);
+	assert_int_equal(profile_proc(&p, 10)->samples, 22);
+	assert_int_equal(profile_nprocs_seen(&p), 2);
+	assert_int_equal(p.unattributed, 0);
+	profile_free(&p);
+}
+
+static void kernel_frames_are_named_after_the_fact(void **state)
+{
+	static const uint64_t k1[] = { 0x30, 0x10 }, k2[] = { 0x20, 0x10, 0x40 };
+	char **names = calloc(4, sizeof(*names));
+	struct profile p;
+	struct psample **v;
+	uint64_t *addrs;
+	size_t n;
+
+	(void)state;
+	profile_init(&p);
+	add_stack(&p, 10, 1, 1, 0, 1, k1, 2, 1, &f_a, 0u);
+	add_stack(&p, 10, 1, 1, 0, 1, k2, 3, 1, &f_a, 0u);
+	addrs = profile_unnamed_kernel(&p, &n);
+	assert_int_equal(n, 4); /* distinct, sorted */
+	assert_int_equal(addrs[0], 0x10);
+	assert_int_equal(addrs[1], 0x20);
+	assert_int_equal(addrs[2], 0x30);
+	assert_int_equal(addrs[3], 0x40);
+	names[0] = strdup("do_sys");
+	names[1] = strdup("vfs_read");
+	names[2] = strdup("copy_page");
+	/* 0x40: no symbol */
+	profile_set_kernel_names(&p, addrs, names, n);
+	free(addrs);
+	free(names);
+	v = profile_samples(&p, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kstack *ks = v[i]->kstack;
+
+		if (ks->n == 2) {
+			assert_string_equal(ks->names[0], "copy_page");
+			assert_string_equal(ks->names[1], "do_sys");
+		} else {
+			assert_string_equal(ks->names[0], "vfs_read");
+			assert_string_equal(ks->names[2], "[unknown]");
+		}
+	}
+	free(v);
+	/* only addresses not named yet are asked for again */
+	addrs = profile_unnamed_kernel(&p, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(addrs[0], 0x40);
+	free(addrs);
+	profile_free(&p);
+}
+
+static void intervals_keep_stacks_and_forget_gone_processes(void **state)
+{
+	struct stack_ref ref = { .pid = 10, .gen = 1, .hash = 1 };
+	struct profile p;
+
+	(void)state;
+	profile_init(&p);
+	add_stack(&p, 10, 1, 100, 0, 3, NULL, 0, 1, &f_a, 0u);
+	assert_int_equal(profile_forget_proc(&p, 10), -1); /* its samples point at its stacks */
+	profile_reset_counts(&p);
+	assert_int_equal(p.total, 0);
+	profile_add_count(&p, &ref, 100, 2, NULL, 0); /* announced in an earlier interval */
+	assert_int_equal(p.total, 2);
+	profile_reset_counts(&p);
+	assert_int_equal(profile_forget_proc(&p, 10), 0);
+	assert_int_equal(profile_forget_proc(&p, 10), -1); /* unknown now */
+	profile_add_count(&p, &ref, 100, 2, NULL, 0);
+	assert_int_equal(p.unattributed, 2);
+	assert_int_equal(p.total, 0);
+	profile_free(&p);
+}
+
+static struct func *new_func(const char *name)
+{
+	struct func *f = calloc(1, sizeof(*f));
+
+	f->name = strdup(name);
+	f->file = strdup("/w/x.py");
+	return f;
+}
+
+static void code_cache_is_per_image_and_check(void **state)
+{
+	struct code_ref c = { .addr = 0x7f00, .check = 42, .gen = 1 };
+	struct code_ref other_check = { .addr = 0x7f00, .check = 43, .gen = 1 };
+	struct code_ref other_gen = { .addr = 0x7f00, .check = 42, .gen = 2 };
+	struct func *f = new_func("cached"), *g = new_func("placeholder");
+	struct profile p;
+
+	(void)state;
+	profile_init(&p);
+	assert_null(profile_code(&p, 10, &c));
+	assert_int_equal(profile_keep_func(&p, 10, f, &c), 0);
+	assert_int_equal(profile_keep_func(&p, 10, g, NULL), 0); /* kept, not found */
+	assert_ptr_equal(profile_code(&p, 10, &c), f);
+	assert_null(profile_code(&p, 10, &other_check));
+	assert_null(profile_code(&p, 10, &other_gen));
+	assert_null(profile_code(&p, 11, &c));
+	/* process names: the fallbacks writers print */
+	assert_string_equal(profile_proc_label(profile_proc(&p, 10)), "?");
+	profile_describe_proc(&p, 10, "python3", "");
+	assert_string_equal(profile_proc_label(profile_proc(&p, 10)), "python3");
+	profile_describe_proc(&p, 10, "python3", "python3 app.py");
+	assert_string_equal(profile_proc_label(profile_proc(&p, 10)), "python3 app.py");
+	assert_string_equal(profile_proc_label(NULL), "?");
+	profile_free(&p); /* frees f and g: ASan says if not */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(counts_sum_per_stack_thread_and_kernel_stack),
+		cmocka_unit_test(kernel_frames_are_named_after_the_fact),
+		cmocka_unit_test(intervals_keep_stacks_and_forget_gone_processes),
+		cmocka_unit_test(code_cache_is_per_image_and_check),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,57 @@
+/* naming.h - the step between the sampler and the profile: a stack as walked
+ * (code object addresses, native return addresses, kernel addresses) becomes
+ * a stack of named frames (struct func, frame.h).  Python code objects are
+ * read from the live process (python/pyread.c), native addresses named from
+ * their binaries (native/), the two merged into one stack (profile/merge.c);
+ * kernel addresses are named from /proc/kallsyms when a profile is written.
+ * The profile itself only aggregates what this step hands it. */
+#ifndef PYPERF_NAMING_H
+#define PYPERF_NAMING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hmap.h"
+#include "pyperf.h"
+#include "pyproc.h"
+
+struct native;
+struct profile;
+
+/* One stack of one thread as it was walked, leaf first. */
+struct raw_stack {
+	int pid, tid;
+	uint32_t gen;                /* the process image it was taken in */
+	uint64_t hash;               /* the sampler's key for it */
+	uint32_t flags;              /* STACK_* */
+	const char *thread_name;     /* up to PYPERF_COMM_LEN bytes */
+	const struct py_frame *py;   /* the Python frames */
+	uint32_t npy;
+	const __u64 *native;         /* the native frames (see struct ev_stack) */
+	uint32_t nnative;
+};
+
+struct naming {
+	struct native *nat;          /* names native frames; NULL: none are taken */
+	struct hmap python;          /* pid -> its current CPython image (offsets, gen) */
+};
+
+/* nat may be NULL (no native frames). */
+void naming_init(struct naming *n, struct native *nat);
+void naming_free(struct naming *n);
+/* pid is (now) the CPython image py, generation gen: its code objects are read
+ * with py's offsets, and the profile's process entry gets its new names. */
+int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *py, uint32_t gen);
+bool naming_is_python(const struct naming *n, int pid);
+/* pid exited. */
+void naming_forget(struct naming *n, int pid);
+/* Name s and record it in p under (pid, gen, hash); a key already known with
+ * the same raw frames is not named again.  -1: out of memory. */
+int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack *s);
+/* The raw stack of a sampler record. */
+void naming_raw_of_event(const struct ev_stack *ev, struct raw_stack *out);
+/* Name every kernel frame of p not named yet (reads /proc/kallsyms once);
+ * frames that cannot be named are "[unknown]".  Before writing p. */
+void naming_name_kernel(struct profile *p);
+
+#endif
