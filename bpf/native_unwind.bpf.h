@@ -296,16 +296,16 @@ incomplete:
 	return 1;
 }
 
-/* Unwind the user stack of the current task into the CPU's scratch
- * ev.native; returns the STACK_NATIVE* flags and folds the frames into
- * scratch.hash.  A global function: the verifier checks it once, on its
- * own, not once for every state of on_sample that reaches it. */
-__noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 gen)
+/* Unwind the user stack of the current task from the registers in the
+ * CPU's scratch (regs0: user_regs_of) into its ev.native; returns the
+ * STACK_NATIVE* flags and folds the frames into scratch.hash.  A global
+ * function: the verifier checks it once, on its own, not once for every
+ * state of the program that reaches it. */
+__noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &cpu);
 	struct native_walk u = { .s = s, .tgid = tgid, .gen = gen };
-	struct pt_regs *regs;
 	__u32 flags;
 
 	if (!s)
@@ -321,21 +321,12 @@ __noinline __u32 unwind_native(struct bpf_perf_event_data *ctx, __u32 tgid, __u3
 		stat_inc(STAT_NATIVE_PENDING);
 		return STACK_NATIVE | STACK_NATIVE_INCOMPLETE | STACK_NATIVE_PENDING;
 	}
-	/* whole-word loads: the verifier allows only those on the context */
-	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) { /* interrupted in user mode */
-		u.g.pc = *(volatile __u64 *)&ctx->regs.ip;
-		u.g.sp = *(volatile __u64 *)&ctx->regs.sp;
-		u.g.bp = *(volatile __u64 *)&ctx->regs.bp;
-		u.g.bx = *(volatile __u64 *)&ctx->regs.bx;
-	} else { /* in the kernel: the user registers saved at kernel entry */
-		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		if (!regs)
-			return STACK_NATIVE | STACK_NATIVE_INCOMPLETE;
-		u.g.pc = BPF_CORE_READ(regs, ip);
-		u.g.sp = BPF_CORE_READ(regs, sp);
-		u.g.bp = BPF_CORE_READ(regs, bp);
-		u.g.bx = BPF_CORE_READ(regs, bx);
-	}
+	if (!s->regs0.pc && !s->regs0.sp)
+		return STACK_NATIVE | STACK_NATIVE_INCOMPLETE; /* no user registers */
+	u.g.pc = s->regs0.pc;
+	u.g.sp = s->regs0.sp;
+	u.g.bp = s->regs0.bp;
+	u.g.bx = s->regs0.bx;
 	s->nflags = STACK_NATIVE;
 	s->now = bpf_ktime_get_ns();
 	s->used = 0;

@@ -29,6 +29,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define EEXIST 17
+#define PF_EXITING 0x00000004 /* include/linux/sched.h */
 #define NEW_PID_RETRY_NS (50ULL * 1000 * 1000)   /* re-announce an unclassified pid */
 #define NO_TSTATE_RETRY_NS (20ULL * 1000 * 1000)  /* re-walk threads for a native thread */
 
@@ -38,6 +39,11 @@ const volatile bool filter_targets = false;
 const volatile bool kernel_stacks = true;
 /* Unwind the native user stack (CFI tables from the loader). */
 const volatile bool native_stacks = true;
+/* What one cpu-clock sample adds to its stack: 1 (--mode cpu, counts are
+ * samples), or the sampling period in ns (--mode wall, counts are ns). */
+const volatile __u64 cpu_weight = 1;
+/* --mode wall|offcpu: blocks walked per second per thread, about (on_switch) */
+const volatile __u32 offcpu_walk_hz = 200;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -83,6 +89,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tstate_cache);
 } tcache SEC(".maps");
+
+/* tid -> its current block off the CPU (--mode wall|offcpu) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct offcpu_thread);
+} offcpu_threads SEC(".maps");
 
 /* stack key -> samples; two maps, one filled while the loader drains the other */
 struct counts_map {
@@ -214,12 +228,14 @@ struct scratch {
 				  * native_step again) */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
+	struct unwind_regs regs0; /* the user registers the native walk starts from */
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
 };
 /* One struct scratch per CPU, indexed by CPU number (a per-CPU array value
  * is limited to 32 KB, and this is more); the loader sets max_entries to the
- * number of possible CPUs.  Only on_sample uses it, and a perf event's
- * program does not nest on its CPU. */
+ * number of possible CPUs.  on_sample and on_switch use it; neither nests
+ * in the other (the cpu-clock event is an hrtimer interrupt, and the
+ * scheduler switches tasks with interrupts off). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -288,44 +304,52 @@ static __always_inline void announce_unknown(__u32 tgid)
  * failed copy. */
 static __always_inline __u64 pack_stack(struct scratch *s)
 {
-	__u64 nf = s->ev.nframes, nn = s->ev.nnative, fbytes, nbytes;
+	__u64 nf = s->ev.nframes, nn = s->ev.nnative, nk = s->ev.nkernel, fbytes, nbytes, kbytes;
 
 	if (nf > PYPERF_MAX_FRAMES)
 		nf = PYPERF_MAX_FRAMES;
 	if (nn > PYPERF_MAX_NATIVE)
 		nn = PYPERF_MAX_NATIVE;
+	if (nk > PYPERF_KSTACK_DEPTH)
+		nk = PYPERF_KSTACK_DEPTH;
 	fbytes = nf * sizeof(struct py_frame);
 	nbytes = nn * 8;
+	kbytes = nk * 8;
 	if (bpf_probe_read_kernel(s->wire, EV_WIRE_HEAD, &s->ev))
 		return 0;
 	if (fbytes && bpf_probe_read_kernel(s->wire + EV_WIRE_HEAD, fbytes, s->ev.frames))
 		return 0;
 	if (nbytes && bpf_probe_read_kernel(s->wire + EV_WIRE_HEAD + fbytes, nbytes, s->ev.native))
 		return 0;
-	return EV_WIRE_HEAD + fbytes + nbytes;
+	if (kbytes && bpf_probe_read_kernel(s->wire + EV_WIRE_HEAD + fbytes + nbytes, kbytes,
+					    s->ev.kernel))
+		return 0;
+	return EV_WIRE_HEAD + fbytes + nbytes + kbytes;
 }
 
-/* Add one sample of this stack.  When the key is new in this counts map, name
- * its code objects (check_step) and announce it; samples of a known key read
- * no code object at all. */
-static __always_inline void count_stack(struct frame_walk *w, struct stack_key *key, __u32 idx)
+/* Add weight to this stack (one sample, or nanoseconds).  When the key is new
+ * in this counts map, name its code objects (check_step) and announce it;
+ * samples of a known key read no code object at all.  false: not counted
+ * (map or ring buffer full). */
+static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *key, __u32 idx,
+					__u64 weight)
 {
 	struct scratch *s = w->s;
 	void *m = bpf_map_lookup_elem(&counts, &idx);
-	__u64 one = 1, *v, size;
+	__u64 *v, size;
 	long err;
 
 	if (!m)
-		return;
+		return false;
 	v = bpf_map_lookup_elem(m, key);
 	if (v) {
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, weight);
 		stat_inc(STAT_STACKS);
-		return;
+		return true;
 	}
 	if (map_full[idx & 1]) {
 		stat_inc(STAT_MAP_FULL);
-		return;
+		return false;
 	}
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
@@ -340,19 +364,111 @@ static __always_inline void count_stack(struct frame_walk *w, struct stack_key *
 					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT ?
 					0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
-		return;
+		return false;
 	}
-	err = bpf_map_update_elem(m, key, &one, BPF_NOEXIST);
+	err = bpf_map_update_elem(m, key, &weight, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		v = bpf_map_lookup_elem(m, key);
 		if (v)
-			__sync_fetch_and_add(v, 1);
+			__sync_fetch_and_add(v, weight);
 	} else if (err) {
 		map_full[idx & 1] = 1;
 		stat_inc(STAT_MAP_FULL);
-		return;
+		return false;
 	}
 	stat_inc(STAT_STACKS);
+	return true;
+}
+
+/* The current task's user registers into s->regs0: from the interrupted
+ * context when it was in user mode (regs, may be NULL), else those saved at
+ * kernel entry. */
+static __always_inline void user_regs_of(struct scratch *s, struct pt_regs *regs)
+{
+	struct pt_regs *u;
+
+	/* whole-word loads: the verifier allows only those on a perf context */
+	if (regs && (*(volatile __u64 *)&regs->cs & 3) == 3) {
+		s->regs0.pc = *(volatile __u64 *)&regs->ip;
+		s->regs0.sp = *(volatile __u64 *)&regs->sp;
+		s->regs0.bp = *(volatile __u64 *)&regs->bp;
+		s->regs0.bx = *(volatile __u64 *)&regs->bx;
+		return;
+	}
+	u = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!u) {
+		s->regs0.pc = s->regs0.sp = 0;
+		return;
+	}
+	s->regs0.pc = BPF_CORE_READ(u, ip);
+	s->regs0.sp = BPF_CORE_READ(u, sp);
+	s->regs0.bp = BPF_CORE_READ(u, bp);
+	s->regs0.bx = BPF_CORE_READ(u, bx);
+}
+
+/* Walk the current thread of profiled process p into s->ev and the key
+ * (without its kernel stack): Python frames, then native ones from
+ * s->regs0.  flags start as extra (STACK_OFFCPU); hash_in folds in what the
+ * caller adds (the off-CPU kernel frames).  false: nothing to count. */
+static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s,
+					 struct proc_info *p, __u32 tgid, __u32 tid, __u32 idx,
+					 __u32 extra, __u64 hash_in, struct stack_key *key)
+{
+	__u64 tstate;
+
+	w->s = s;
+	w->o = &p->off;
+	/* the counts map's parity is part of the key: a stack announced again
+	 * after the loader drained the other map never shares a key with it */
+	w->hash = mix(mix(0x5eed + idx, tgid), hash_in);
+	w->flags = extra;
+	tstate = find_tstate(p, tgid, tid);
+	if (!tstate)
+		stat_inc(STAT_NO_TSTATE);
+	/* one path whether or not the thread has Python frames (frame_step
+	 * stops at once without one), so the verifier walks the native
+	 * unwinder below once, not once per case */
+	w->frame = tstate ? top_frame(tstate, &p->off) : 0;
+	w->read_len = py_frame_read_len(&p->off);
+	w->win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w->read_len;
+	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
+	py_code_span(&p->off, &w->code_lo, &w->code_len);
+	s->ev.nframes = 0;
+	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, w, 0);
+	if (w->frame && !(w->flags & STACK_BAD_READ))
+		w->flags |= STACK_TRUNCATED;
+	if (w->flags & STACK_TRUNCATED)
+		stat_inc(STAT_TRUNCATED);
+	if (w->flags & STACK_BAD_READ)
+		stat_inc(STAT_BAD_READ);
+	if (!s->ev.nframes) {
+		if (tstate)
+			stat_inc(STAT_NO_FRAMES);
+		/* a thread running no Python code (a BLAS or OpenMP pool, a C++
+		 * worker, a thread before its first frame): with native stacks
+		 * it is still sampled, with its native and kernel frames (the
+		 * loader tells it by nframes == 0) */
+		if (!native_stacks)
+			return false;
+	}
+	s->ev.nnative = 0;
+	if (native_stacks) {
+		s->hash = w->hash;
+		w->flags |= unwind_native(tgid, p->gen);
+		w->hash = s->hash;
+	}
+	s->ev.kind = EV_STACK;
+	s->ev.pid = tgid;
+	s->ev.tid = tid;
+	s->ev.flags = w->flags;
+	s->ev.gen = p->gen;
+	s->ev.hash = mix(mix(w->hash, s->ev.nframes), w->flags);
+	key->pid = tgid;
+	key->tid = tid;
+	key->gen = p->gen;
+	key->kstack = -1;
+	key->hash = s->ev.hash;
+	return true;
 }
 
 SEC("perf_event")
@@ -364,7 +480,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct scratch *s;
 	struct frame_walk w = {};
 	struct stack_key key;
-	__u64 tstate;
 	__u32 idx = active & 1;
 
 	if (!tgid || !is_profiled(tgid))
@@ -380,63 +495,142 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!s)
 		return 0;
-	w.s = s;
-	w.o = &p->off;
-	/* the counts map's parity is part of the key: a stack announced again
-	 * after the loader drained the other map never shares a key with it */
-	w.hash = mix(0x5eed + idx, tgid);
-	tstate = find_tstate(p, tgid, tid);
-	if (!tstate)
-		stat_inc(STAT_NO_TSTATE);
-	/* one path whether or not the thread has Python frames (frame_step
-	 * stops at once without one), so the verifier walks the native
-	 * unwinder below once, not once per case */
-	w.frame = tstate ? top_frame(tstate, &p->off) : 0;
-	w.read_len = py_frame_read_len(&p->off);
-	w.win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w.read_len;
-	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
-	py_code_span(&p->off, &w.code_lo, &w.code_len);
-	s->ev.nframes = 0;
-	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, &w, 0);
-	if (w.frame && !(w.flags & STACK_BAD_READ))
-		w.flags |= STACK_TRUNCATED;
-	if (w.flags & STACK_TRUNCATED)
-		stat_inc(STAT_TRUNCATED);
-	if (w.flags & STACK_BAD_READ)
-		stat_inc(STAT_BAD_READ);
-	if (!s->ev.nframes) {
-		if (tstate)
-			stat_inc(STAT_NO_FRAMES);
-		/* a thread running no Python code (a BLAS or OpenMP pool, a C++
-		 * worker, a thread before its first frame): with native stacks
-		 * it is still sampled, with its native and kernel frames (the
-		 * loader tells it by nframes == 0) */
-		if (!native_stacks)
-			return 0;
-	}
-
-	s->ev.nnative = 0;
-	if (native_stacks) {
-		s->hash = w.hash;
-		w.flags |= unwind_native(ctx, tgid, p->gen);
-		w.hash = s->hash;
-	}
-
-	s->ev.kind = EV_STACK;
-	s->ev.pid = tgid;
-	s->ev.tid = tid;
-	s->ev.flags = w.flags;
-	s->ev.gen = p->gen;
-	s->ev.hash = mix(mix(w.hash, s->ev.nframes), w.flags);
-	key.pid = tgid;
-	key.tid = tid;
-	key.gen = p->gen;
-	key.kstack = -1;
+	s->ev.nkernel = 0;
+	user_regs_of(s, (struct pt_regs *)&ctx->regs);
+	if (!walk_current(&w, s, p, tgid, tid, idx, 0, 0, &key))
+		return 0;
 	/* a sample taken in user mode has no kernel stack: not asked for */
 	if (kernel_stacks && (*(volatile __u64 *)&ctx->regs.cs & 3) != 3)
 		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
-	key.hash = s->ev.hash;
-	count_stack(&w, &key, idx);
+	count_stack(&w, &key, idx, cpu_weight);
+	return 0;
+}
+
+/* ---- off-CPU time (--mode wall|offcpu) ---- */
+
+/* the kernel frames of an off-CPU stack folded into its hash */
+struct kernel_hash {
+	struct scratch *s;
+	__u64 hash;
+};
+
+static long kernel_hash_step(__u32 i, struct kernel_hash *k)
+{
+	if (i >= k->s->ev.nkernel)
+		return 1;
+	k->hash = mix(k->hash, k->s->ev.kernel[i & (PYPERF_KSTACK_DEPTH - 1)]);
+	return 0;
+}
+
+/* A walked block of thread tid ends: its time off the CPU, divided by the
+ * probability it was walked with, goes to the stack walked. */
+static __always_inline void block_ends(__u32 tid, __u64 now)
+{
+	struct offcpu_thread *t = bpf_map_lookup_elem(&offcpu_threads, &tid);
+	__u32 idx = active & 1;
+	__u64 weight, *v;
+	void *m;
+
+	if (!t || !t->out_ns || now <= t->out_ns)
+		return;
+	weight = (now - t->out_ns) * 65536 / (t->p16 ? t->p16 : 1);
+	t->out_ns = 0;
+	m = bpf_map_lookup_elem(&counts, &idx);
+	if (!m)
+		return;
+	/* announced when walked; in the other map if the loader drained since */
+	v = bpf_map_lookup_elem(m, &t->key);
+	if (v)
+		__sync_fetch_and_add(v, weight);
+	else if (bpf_map_update_elem(m, &t->key, &weight, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(m, &t->key);
+		if (!v) {
+			stat_inc(STAT_MAP_FULL);
+			return;
+		}
+		__sync_fetch_and_add(v, weight);
+	}
+	stat_inc(STAT_OFFCPU_BLOCKS);
+}
+
+/* A profiled thread leaves the CPU (it is still current): walk this block
+ * with probability p = min(1, offcpu_walk_hz / r), r being the thread's
+ * switch outs in the last whole second or in this one so far, whichever is
+ * more.  So a thread walks about offcpu_walk_hz blocks a second at most,
+ * however often it switches, and one that switches less has every block
+ * walked. */
+static __always_inline void block_starts(void *ctx, __u64 now)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, idx = active & 1, cpu;
+	struct offcpu_thread fresh = {}, *t;
+	struct kernel_hash kh;
+	struct frame_walk w = {};
+	struct proc_info *p;
+	struct scratch *s;
+	__u64 rate, p16;
+	long nk;
+
+	if (!tgid || !is_profiled(tgid))
+		return;
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p) {
+		if (bpf_get_current_task_btf()->mm)
+			announce_unknown(tgid);
+		return;
+	}
+	stat_inc(STAT_SWITCHES);
+	t = bpf_map_lookup_elem(&offcpu_threads, &tid);
+	if (!t) {
+		bpf_map_update_elem(&offcpu_threads, &tid, &fresh, BPF_ANY);
+		t = bpf_map_lookup_elem(&offcpu_threads, &tid);
+		if (!t)
+			return;
+	}
+	if (now - t->win_ns >= 1000000000ULL) {
+		t->prev_switches = now - t->win_ns < 2000000000ULL ? t->win_switches : 0;
+		t->win_switches = 0;
+		t->win_ns = now;
+	}
+	t->win_switches++;
+	rate = t->win_switches > t->prev_switches ? t->win_switches : t->prev_switches;
+	p16 = rate <= offcpu_walk_hz ? 65536 : (__u64)offcpu_walk_hz * 65536 / rate;
+	if (p16 < 1)
+		p16 = 1;
+	t->out_ns = 0;
+	if (p16 < 65536 && (bpf_get_prandom_u32() & 0xffff) >= p16)
+		return;
+	cpu = bpf_get_smp_processor_id();
+	s = bpf_map_lookup_elem(&scratch_map, &cpu);
+	if (!s)
+		return;
+	stat_inc(STAT_OFFCPU_WALKS);
+	s->ev.nkernel = 0;
+	kh.s = s;
+	kh.hash = 0;
+	if (kernel_stacks) {
+		nk = bpf_get_stack(ctx, s->ev.kernel, sizeof(s->ev.kernel), 0);
+		s->ev.nkernel = nk > 0 ? (__u32)((__u64)nk >> 3) : 0;
+		bpf_loop(PYPERF_KSTACK_DEPTH, kernel_hash_step, &kh, 0);
+	}
+	user_regs_of(s, NULL);
+	if (!walk_current(&w, s, p, tgid, tid, idx, STACK_OFFCPU, kh.hash, &t->key))
+		return;
+	/* announced now, counted when the thread runs again */
+	if (!count_stack(&w, &t->key, idx, 0))
+		return;
+	t->p16 = (__u32)p16;
+	t->out_ns = now;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	block_ends(next->pid, now);
+	if (!(prev->flags & PF_EXITING)) /* a thread that ends never comes back */
+		block_starts(ctx, now);
 	return 0;
 }
 

@@ -200,6 +200,13 @@ static inline void py_code_span(const struct py_offsets *o, __u16 *lo, __u16 *le
 	*len = (__u16)(max + 8 - min);
 }
 
+/* What a profile measures (--mode). */
+enum pyperf_mode {
+	MODE_CPU = 0,                /* on-CPU samples; counts are samples */
+	MODE_WALL,                   /* on-CPU samples and off-CPU time; counts are ns */
+	MODE_OFFCPU,                 /* off-CPU time only; counts are ns */
+};
+
 /* stack flags */
 #define STACK_TRUNCATED 1u       /* frames above PYPERF_MAX_FRAMES were cut (root side) */
 #define STACK_BAD_READ 2u        /* walk stopped on an unreadable frame */
@@ -210,6 +217,8 @@ static inline void py_code_span(const struct py_offsets *o, __u16 *lo, __u16 *le
 				    * (native and kernel frames only) */
 #define STACK_NATIVE_PENDING 64u   /* with INCOMPLETE: stopped at a binary whose
 				    * unwind table the loader is still building */
+#define STACK_OFFCPU 128u          /* taken as the thread left the CPU (--mode
+				    * wall|offcpu); its count is nanoseconds off */
 
 struct stack_key {
 	__u32 pid;                   /* tgid */
@@ -265,24 +274,43 @@ struct ev_stack {
 	__u32 gen;
 	__u32 flags;
 	__u32 nnative;
-	__u32 pad;
+	__u32 nkernel;               /* kernel frames of an off-CPU stack (STACK_OFFCPU) */
 	char comm[PYPERF_COMM_LEN];  /* thread name */
 	/* native user frames, leaf first: return addresses, except the leaf's,
 	 * which is the start of its unwind row (so samples anywhere in one
 	 * stretch of a function share a key) */
 	__u64 native[PYPERF_MAX_NATIVE];
 	struct py_frame frames[PYPERF_MAX_FRAMES]; /* leaf first */
+	/* an off-CPU stack's kernel frames, leaf first: part of its identity
+	 * (on-CPU samples keep theirs in the kstacks maps, per sample) */
+	__u64 kernel[PYPERF_KSTACK_DEPTH];
 };
 
 #define EV_STACK_HDR_SIZE (sizeof(struct ev_stack) - sizeof(struct py_frame) * PYPERF_MAX_FRAMES)
 
 /* On the ring buffer a stack travels packed: the fields up to `native`
- * (EV_WIRE_HEAD bytes), then nframes py_frames, then nnative addresses, so a
- * shallow stack costs a few hundred bytes however large the limits are.  The
- * loader unpacks it into a struct ev_stack (ev_stack_unpack in record.c). */
+ * (EV_WIRE_HEAD bytes), then nframes py_frames, nnative native addresses and
+ * nkernel kernel ones, so a shallow stack costs a few hundred bytes however
+ * large the limits are.  The loader unpacks it into a struct ev_stack
+ * (session/sampler.c). */
 #define EV_WIRE_HEAD __builtin_offsetof(struct ev_stack, native)
 #define EV_WIRE_MAX (EV_WIRE_HEAD + sizeof(struct py_frame) * PYPERF_MAX_FRAMES + \
-		     8 * PYPERF_MAX_NATIVE)
+		     8 * PYPERF_MAX_NATIVE + 8 * PYPERF_KSTACK_DEPTH)
+
+/* A thread of a profiled process off the CPU (--mode wall|offcpu), key: tid.
+ * At the switch out the thread is current, so its stacks are readable: the
+ * block is walked there with probability p (see on_switch), its key kept;
+ * at the switch back in, the time it was off, divided by p, is added to
+ * that key, so the totals stay unbiased whatever p is. */
+struct offcpu_thread {
+	__u64 out_ns;                /* when it left the CPU; 0: not walked */
+	__u64 win_ns;                /* start of the current one-second window */
+	__u32 win_switches;          /* switch outs in it so far */
+	__u32 prev_switches;         /* in the window before */
+	__u32 p16;                   /* p in 1/65536 units, 1..65536 */
+	__u32 pad;
+	struct stack_key key;        /* the walked stack */
+};
 
 /* ---- native unwinding (x86-64) ----
  *
@@ -421,6 +449,9 @@ enum stat_idx {
 	STAT_NATIVE_INCOMPLETE, /* native unwinding stopped early */
 	STAT_NATIVE_TRUNCATED,  /* deeper than PYPERF_MAX_NATIVE native frames */
 	STAT_NATIVE_PENDING,    /* of the incomplete ones: a table was still being built */
+	STAT_SWITCHES,          /* switch outs of profiled threads (--mode wall|offcpu) */
+	STAT_OFFCPU_WALKS,      /* of those, walked */
+	STAT_OFFCPU_BLOCKS,     /* walked blocks whose time was counted */
 	STAT_NR,
 };
 

@@ -39,7 +39,8 @@ def split_name_file(body):
 
 
 def decode(path):
-    """What pprof -raw says: header fields, samples [(count, ns, [loc ids], labels)],
+    """What pprof -raw says: header fields, samples [(first value, last value (count
+    and ns in cpu mode, the time twice in the others), [loc ids], labels)],
     locations {id: (name, file, line, mapping, address)}, mappings {id: (file, build-id)}."""
     head, samples, locs, maps, section = {}, [], {}, {}, "head"
     for line in pprof("-raw", path).splitlines():
@@ -50,10 +51,11 @@ def decode(path):
             k, _, v = line.partition(": ")
             head[k] = v
         elif section == "Samples":
-            m = re.match(r"^\s+(\d+)\s+(\d+): ([\d ]*)$", line)
-            if m:
-                samples.append([int(m.group(1)), int(m.group(2)),
-                                [int(x) for x in m.group(3).split()], {}])
+            m = re.match(r"^\s+((?:\d+\s+)*\d+): ([\d ]*)$", line)
+            if m:  # one value per sample type: the first and the last kept
+                values = [int(x) for x in m.group(1).split()]
+                samples.append([values[0], values[-1],
+                                [int(x) for x in m.group(2).split()], {}])
             elif samples and ":[" in line:
                 samples[-1][3].update(re.findall(r"(\w+):\[([^\]]*)\]", line))
             elif line.strip() and not samples:

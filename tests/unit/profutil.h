@@ -23,7 +23,7 @@ static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uin
 		frames[i].instr = va_arg(ap, uint32_t);
 	}
 	va_end(ap);
-	assert_int_equal(profile_insert_stack(p, &ref, flags, frames, n, NULL, 0), 0);
+	assert_int_equal(profile_insert_stack(p, &ref, flags, frames, n, NULL, 0, NULL, 0), 0);
 	profile_add_count(p, &ref, tid, count, kips, nk);
 }
 

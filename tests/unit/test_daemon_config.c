@@ -37,6 +37,7 @@ static void test_defaults_need_a_sink(void **state)
 	assert_non_null(strstr(err, "no sink"));
 	assert_int_equal(daemon_cfg_load(&c, NULL, &dir, 1, err, sizeof(err)), 0);
 	assert_int_equal(c.freq, 19);
+	assert_int_equal(c.mode, MODE_CPU);
 	assert_true(c.interval == 60);
 	assert_string_equal(c.dir, "/tmp/p");
 	assert_string_equal(c.app_env, "PYPERF_SERVICE");
@@ -51,8 +52,9 @@ static void test_file_then_command_line(void **state)
 
 	(void)state;
 	write_config("# a comment\n\n  frequency = 99 \ninterval=10\ndir = /var/p\n"
-		     "keep-bytes = 2M\nspool-bytes=1.5GB\npython-only = yes\n");
+		     "keep-bytes = 2M\nspool-bytes=1.5GB\npython-only = yes\nmode = wall\n");
 	assert_int_equal(daemon_cfg_load(&c, path, args, 2, err, sizeof(err)), 0);
+	assert_int_equal(c.mode, MODE_WALL);
 	assert_int_equal(c.freq, 49); /* the command line wins */
 	assert_true(c.interval == 10);
 	assert_string_equal(c.dir, "/var/p");
@@ -68,6 +70,7 @@ static void test_errors_name_where(void **state)
 	struct daemon_cfg c;
 	char err[256] = "";
 	struct daemon_setting bad_freq = { "frequency", "fast" };
+	struct daemon_setting bad_mode = { "mode", "idle" };
 	struct daemon_setting bad_push = { "push", "ftp://x" };
 	struct daemon_setting bad_re = { "match", "(" };
 	struct daemon_setting dir = { "dir", "/tmp/p" };
@@ -88,6 +91,8 @@ static void test_errors_name_where(void **state)
 	assert_non_null(strstr(err, "No such file"));
 	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_freq, 1, err, sizeof(err)), -1);
 	assert_string_equal(err, "--frequency: bad value 'fast'");
+	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_mode, 1, err, sizeof(err)), -1);
+	assert_string_equal(err, "--mode: bad value 'idle'");
 	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_push, 1, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "--push: not an http"));
 	two[0] = dir;

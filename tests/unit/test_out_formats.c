@@ -29,7 +29,7 @@ static void build(struct profile *p)
 	struct stack_ref ref = { .pid = PID, .gen = 1, .hash = 1 };
 
 	profile_init(p);
-	assert_int_equal(profile_insert_stack(p, &ref, 0, fr, 3, NULL, 0), 0);
+	assert_int_equal(profile_insert_stack(p, &ref, 0, fr, 3, NULL, 0, NULL, 0), 0);
 	profile_add_count(p, &ref, 9, 3, NULL, 0);
 }
 

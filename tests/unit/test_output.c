@@ -185,19 +185,53 @@ static void reannounced_key_with_new_code_gets_new_stack(void **state)
 	char *out;
 
 	profile_init(&p);
-	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr1, 1, raw1, sizeof(raw1)), 0);
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr1, 1, NULL, 0, raw1, sizeof(raw1)), 0);
 	profile_add_count(&p, &ref, 1, 2, NULL, 0);
 	/* same frames again: nothing changes */
 	assert_true(profile_has_stack(&p, &ref, 0, raw1, sizeof(raw1)));
-	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, raw1, sizeof(raw1)), 0);
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, NULL, 0, raw1, sizeof(raw1)), 0);
 	profile_add_count(&p, &ref, 1, 1, NULL, 0);
 	/* other check: the key now means the new stack */
 	assert_false(profile_has_stack(&p, &ref, 0, raw2, sizeof(raw2)));
-	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, raw2, sizeof(raw2)), 0);
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, NULL, 0, raw2, sizeof(raw2)), 0);
 	profile_add_count(&p, &ref, 1, 4, NULL, 0);
 	out = render(&p, FMT_FOLDED, false, false, false);
 	assert_string_equal(out, "leaf (/w/app.py) 3\nother (/w/lib.py) 4\n");
 	free(out);
+	profile_free(&p);
+}
+
+/* --mode wall: counts are nanoseconds; folded lines in microseconds (one
+ * under half a microsecond goes), the report in seconds with on- and
+ * off-CPU time side by side */
+static void wall_mode_counts_time(void **state)
+{
+	struct out_ctx c = { .lines = true, .duration_s = 2.0, .freq = 100, .ncpus = 2,
+			     .top = 10, .mode = MODE_WALL };
+	struct profile p;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	profile_init(&p);
+	c.prof = &p;
+	add(&p, 1, 7, 0, 30000000, 2, &f_leaf, 0u, &f_main, 0u);            /* 30 ms on */
+	add(&p, 2, 7, STACK_OFFCPU, 1500000400, 2, &f_other, 0u, &f_main, 0u); /* 1.5 s off */
+	add(&p, 3, 7, STACK_OFFCPU, 499, 1, &f_module, 0u);                  /* 0.499 us */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(out_folded(f, &c), 0);
+	fclose(f);
+	assert_string_equal(buf, "main (/w/app.py:5);leaf (/w/app.py:10) 30000\n"
+				 "main (/w/app.py:5);other (/w/lib.py:20) 1500000\n");
+	free(buf);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(out_report(f, &c), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "wall mode: 1.53 s of thread time in 2.00 s (on-CPU 0.03 s"));
+	assert_non_null(strstr(buf, "off-CPU 1.50 s"));
+	/* main: 1.53 s in total, 0.03 s of it on the CPU */
+	assert_non_null(strstr(buf, "   1.53s (  0.03s    1.50s)  main (/w/app.py:5)"));
+	free(buf);
 	profile_free(&p);
 }
 
@@ -232,6 +266,7 @@ int main(void)
 		cmocka_unit_test(semicolons_in_names_do_not_split_frames),
 		cmocka_unit_test(report_counts_recursion_once_in_total),
 		cmocka_unit_test(unknown_stack_counts_are_unattributed),
+		cmocka_unit_test(wall_mode_counts_time),
 		cmocka_unit_test(reannounced_key_with_new_code_gets_new_stack),
 		cmocka_unit_test(formats_by_name_and_extension),
 	};

@@ -170,6 +170,44 @@ static void code_cache_is_per_image_and_check(void **state)
 	profile_free(&p); /* frees f and g: ASan says if not */
 }
 
+/* an off-CPU stack carries its kernel frames: every count of it gets them,
+ * named without the tracing frames that took it */
+static void offcpu_stacks_keep_their_kernel_frames(void **state)
+{
+	static const uint64_t kips[] = { 0x100, 0x200, 0x300, 0x400, 0x500 };
+	struct stack_ref ref = { .pid = 10, .gen = 1, .hash = 7 };
+	struct pframe fr[1] = { { &f_a, 0 } };
+	char **names = calloc(5, sizeof(*names));
+	struct psample **v;
+	uint64_t *addrs;
+	size_t n;
+	struct profile p;
+
+	(void)state;
+	profile_init(&p);
+	assert_int_equal(profile_insert_stack(&p, &ref, STACK_OFFCPU, fr, 1, kips, 5, NULL, 0), 0);
+	profile_add_count(&p, &ref, 100, 1000, NULL, 0);
+	profile_add_count(&p, &ref, 100, 500, NULL, 0);
+	addrs = profile_unnamed_kernel(&p, &n);
+	assert_int_equal(n, 5);
+	names[0] = strdup("bpf_prog_6d3f_on_switch");
+	names[1] = strdup("bpf_trace_run4");
+	names[2] = strdup("__schedule");
+	names[3] = strdup("schedule");
+	names[4] = strdup("do_nanosleep");
+	profile_set_kernel_names(&p, addrs, names, n);
+	free(addrs);
+	free(names);
+	v = profile_samples(&p, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0]->count, 1500);
+	assert_int_equal(v[0]->kstack->n, 3);
+	assert_string_equal(v[0]->kstack->names[0], "__schedule");
+	assert_string_equal(v[0]->kstack->names[2], "do_nanosleep");
+	free(v);
+	profile_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +215,7 @@ int main(void)
 		cmocka_unit_test(kernel_frames_are_named_after_the_fact),
 		cmocka_unit_test(intervals_keep_stacks_and_forget_gone_processes),
 		cmocka_unit_test(code_cache_is_per_image_and_check),
+		cmocka_unit_test(offcpu_stacks_keep_their_kernel_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

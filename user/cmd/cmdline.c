@@ -101,6 +101,19 @@ int cmdline_duration(const char *cmd, const char *arg, double *out)
 	return 0;
 }
 
+int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out)
+{
+	if (!strcmp(arg, "cpu"))
+		*out = MODE_CPU;
+	else if (!strcmp(arg, "wall"))
+		*out = MODE_WALL;
+	else if (!strcmp(arg, "offcpu"))
+		*out = MODE_OFFCPU;
+	else
+		return fail_cmd(cmd, "--mode: cpu, wall or offcpu, not ", arg);
+	return 0;
+}
+
 int cmdline_freq(const char *cmd, const char *arg, int *out)
 {
 	long v;

@@ -19,6 +19,8 @@ bool cmdline_long(const char *s, long lo, long hi, long *out);
  * message); 0, or 2 after a one-line message */
 int cmdline_duration(const char *cmd, const char *arg, double *out);
 int cmdline_freq(const char *cmd, const char *arg, int *out);
+/* --mode cpu|wall|offcpu */
+int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out);
 /* a process id, or -1 */
 int cmdline_pid(const char *s);
 /* "PID[,PID...]" appended to o's pids; 0, or -1 if one is not a process id */

@@ -80,6 +80,7 @@ static void usage(void)
 	       "  -c, --config FILE        settings as `key = value` lines (keys: the long\n"
 	       "                           options below); the command line wins\n"
 	       "  -F, --frequency HZ       samples per second per CPU (default 19)\n"
+	       "      --mode MODE          cpu (default), wall or offcpu (see pyperf-bpf --help)\n"
 	       "  -i, --interval SECONDS   one profile per process per interval (default 60)\n"
 	       "      --match REGEX        only processes whose name or command line matches\n"
 	       "      --cgroup PATH        only processes in this cgroup (v2) or below it\n"
@@ -106,6 +107,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "frequency", required_argument, NULL, 'F' },
+		{ "mode", required_argument, NULL, 0 },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "match", required_argument, NULL, 0 },
 		{ "cgroup", required_argument, NULL, 0 },
@@ -188,6 +190,7 @@ static char *render_pprof(struct daemon *d, struct profile *prof, int pid, uint3
 	c.lines = true;
 	c.duration_s = secs;
 	c.freq = d->cfg.freq;
+	c.mode = d->cfg.mode;
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	c.title = select_app(&d->sel, pid, gen);
 	c.start_unix_ns = d->interval_unix_ns;
@@ -317,7 +320,7 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 		if (d->cfg.dir[0])
 			sink_dir_write(d->cfg.dir, app, pid, end_ns, data, len);
 		if (d->spool)
-			sink_push(d->spool, d->host, app, pid, d->interval_unix_ns, end_ns, d->cfg.freq,
+			sink_push(d->spool, d->host, app, pid, d->interval_unix_ns, end_ns, d->cfg.freq, d->cfg.mode,
 				  data, len);
 		free(data);
 	}
@@ -357,12 +360,13 @@ static void on_hup(void *ctx)
 		dlog(DLOG_ERR, "reload: %s; the configuration is unchanged", err);
 		return;
 	}
-	if (c.freq != d->cfg.freq || c.no_kernel != d->cfg.no_kernel ||
+	if (c.freq != d->cfg.freq || c.mode != d->cfg.mode || c.no_kernel != d->cfg.no_kernel ||
 	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
 	    strcmp(c.spool, d->cfg.spool) || !c.push[0] != !d->cfg.push[0]) {
-		dlog(DLOG_WARN, "reload: frequency, frame kinds, log, spool directory and turning "
+		dlog(DLOG_WARN, "reload: frequency, mode, frame kinds, log, spool directory and turning "
 		     "--push on or off take a restart; the rest is applied");
 		c.freq = d->cfg.freq;
+		c.mode = d->cfg.mode;
 		c.no_kernel = d->cfg.no_kernel;
 		c.python_only = d->cfg.python_only;
 		memcpy(c.log, d->cfg.log, sizeof(c.log));
@@ -415,6 +419,7 @@ int daemon_main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	session_install_signals(&h); /* a SIGTERM from now on still ends in a flush */
 	o.freq = d.cfg.freq;
+	o.mode = d.cfg.mode;
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;
 	/* At a low rate most samples would be the first of their stack since

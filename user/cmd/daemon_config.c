@@ -88,7 +88,16 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 	STR("log", log);
 #undef STR
 	errno = 0;
-	if (!strcmp(key, "frequency")) {
+	if (!strcmp(key, "mode")) {
+		if (!strcmp(v, "cpu"))
+			c->mode = MODE_CPU;
+		else if (!strcmp(v, "wall"))
+			c->mode = MODE_WALL;
+		else if (!strcmp(v, "offcpu"))
+			c->mode = MODE_OFFCPU;
+		else
+			goto bad;
+	} else if (!strcmp(key, "frequency")) {
 		l = strtol(v, &end, 10);
 		if (errno || end == v || *end || l < 1 || l > 1000)
 			goto bad;

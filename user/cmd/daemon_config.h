@@ -9,10 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pyperf.h"
+
 #define DAEMON_MAX_SETTINGS 64
 
 struct daemon_cfg {
 	int freq;
+	enum pyperf_mode mode;
 	double interval;
 	char match[512];             /* POSIX extended regex; "" all */
 	char cgroup[512];            /* cgroup v2 path; "" all */

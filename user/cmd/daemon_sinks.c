@@ -53,16 +53,20 @@ static void url_escape(const char *s, char *out, size_t len)
 }
 
 void sink_push(struct spool *sp, const char *host, const char *app, int pid, uint64_t from_ns,
-	       uint64_t end_ns, int freq, const char *data, size_t len)
+	       uint64_t end_ns, int freq, enum pyperf_mode mode, const char *data, size_t len)
 {
-	char name[512], ename[1600], query[2048], err[512];
+	char name[512], ename[1600], query[2048], rate[64], err[512];
 
 	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d,service_name=%s}", app, host, pid, app);
 	url_escape(name, ename, sizeof(ename));
-	snprintf(query, sizeof(query), "name=%s&from=%llu&until=%llu&format=pprof&sampleRate=%d"
+	if (mode == MODE_CPU)
+		snprintf(rate, sizeof(rate), "sampleRate=%d", freq);
+	else
+		snprintf(rate, sizeof(rate), "units=nanoseconds&aggregationType=sum");
+	snprintf(query, sizeof(query), "name=%s&from=%llu&until=%llu&format=pprof&%s"
 		 "&spyName=pyperf-bpf", ename,
 		 (unsigned long long)(from_ns / 1000000000ull),
-		 (unsigned long long)((end_ns + 999999999ull) / 1000000000ull), freq);
+		 (unsigned long long)((end_ns + 999999999ull) / 1000000000ull), rate);
 	if (spool_add(sp, query, data, len, err, sizeof(err)))
 		dlog(DLOG_ERR, "%s", err);
 }

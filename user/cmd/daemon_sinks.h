@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pyperf.h"
 #include "spool.h"
 
 /* One file in dir for pid's profile of the interval that ended at end_ns
@@ -18,8 +19,9 @@ void sink_dir_write(const char *dir, const char *app, int pid, uint64_t end_ns,
 /* Keep at most keep files and keep_bytes of profiles in dir: the oldest go. */
 void sink_dir_prune(const char *dir, long keep, uint64_t keep_bytes);
 /* Queue the profile of [from_ns, end_ns) for the push URL, named
- * APP{hostname=HOST,pid=PID,service_name=APP}. */
+ * APP{hostname=HOST,pid=PID,service_name=APP}: with sampleRate=FREQ in cpu
+ * mode, with units=nanoseconds in the off-CPU modes (the values are time). */
 void sink_push(struct spool *sp, const char *host, const char *app, int pid, uint64_t from_ns,
-	       uint64_t end_ns, int freq, const char *data, size_t len);
+	       uint64_t end_ns, int freq, enum pyperf_mode mode, const char *data, size_t len);
 
 #endif

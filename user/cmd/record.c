@@ -75,6 +75,7 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 	c.proc_frames = (!r->o->s.cmd && r->o->s.npids != 1) || profile_nprocs_seen(prof) > 1;
 	c.duration_s = end->secs;
 	c.freq = r->o->s.freq;
+	c.mode = r->o->s.mode;
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	c.top = r->o->top;
 	memcpy(c.stats, end->stats, sizeof(c.stats));
@@ -127,7 +128,7 @@ static void usage(FILE *f)
 		"       pyperf-bpf daemon [--config FILE] ...  continuous profiling\n"
 		"       (each command has its own --help)\n"
 		"\n"
-		"Sample the CPU stacks of CPython processes with eBPF.  Without -p or a\n"
+		"Sample the stacks of CPython processes with eBPF.  Without -p or a\n"
 		"command, every CPython process on the host is profiled, including ones\n"
 		"started during the run.\n"
 		"\n"
@@ -135,6 +136,10 @@ static void usage(FILE *f)
 		"  -d, --duration SECONDS   stop after this long (default: until the command\n"
 		"                           exits or Ctrl-C)\n"
 		"  -F, --frequency HZ       samples per second per CPU (default 99, 1 to %d)\n"
+		"      --mode MODE          cpu: time on a CPU (default); offcpu: time off it\n"
+		"                           (sleeping, blocked, waiting), at the stack it\n"
+		"                           blocked in; wall: both, every thread's wall time\n"
+		"                           (counts in ns; folded in microseconds)\n"
 		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
 		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
@@ -157,12 +162,13 @@ static void usage(FILE *f)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB };
+       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "frequency", required_argument, NULL, 'F' },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
@@ -197,6 +203,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case 'F':
 			if (cmdline_freq("", optarg, &o->s.freq))
+				return 2;
+			break;
+		case OPT_MODE:
+			if (cmdline_mode("", optarg, &o->s.mode))
 				return 2;
 			break;
 		case 'o':

@@ -78,15 +78,21 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	uint64_t dt = t->total - t->ptotal;
 	int lines = screen_rows(t);
 	size_t show = t->o->top;
-	double period = 1.0 / t->o->s.freq;
+	/* seconds per count: a sample, or a nanosecond in the off-CPU modes */
+	double period = t->o->s.mode == MODE_CPU ? 1.0 / t->o->s.freq : 1e-9;
 
 	if (lines && (size_t)(lines - 5) < show)
 		show = (size_t)(lines - 5);
 	if (t->tty)
 		fputs("\033[H\033[2J", stdout);
-	printf("pyperf-bpf top: %.0f s, %d Hz, %llu samples (%llu in the last interval)%s\n",
-	       elapsed, t->o->s.freq, (unsigned long long)t->total, (unsigned long long)dt,
-	       t->tty ? "   q: quit" : "");
+	if (t->o->s.mode == MODE_CPU)
+		printf("pyperf-bpf top: %.0f s, %d Hz, %llu samples (%llu in the last interval)%s\n",
+		       elapsed, t->o->s.freq, (unsigned long long)t->total,
+		       (unsigned long long)dt, t->tty ? "   q: quit" : "");
+	else
+		printf("pyperf-bpf top: %.0f s, %s mode, %.2f s of thread time (%.2f s in the last "
+		       "interval)%s\n", elapsed, t->o->s.mode == MODE_WALL ? "wall" : "offcpu",
+		       t->total * 1e-9, dt * 1e-9, t->tty ? "   q: quit" : "");
 	printf("\n%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
 	       "Function (file)");
 	for (size_t i = 0; i < n && i < show; i++)
@@ -218,7 +224,7 @@ int top_run(struct record_opts *o)
 
 /* ---- the command line ---- */
 
-enum { OPT_ROWS = 256 };
+enum { OPT_ROWS = 256, OPT_MODE };
 
 int top_main(int argc, char **argv)
 {
@@ -226,6 +232,7 @@ int top_main(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "frequency", required_argument, NULL, 'F' },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "native", no_argument, NULL, 'n' },
 		{ "rows", required_argument, NULL, OPT_ROWS },
 		{ "help", no_argument, NULL, 'h' },
@@ -250,6 +257,10 @@ int top_main(int argc, char **argv)
 			if (cmdline_freq("top ", optarg, &o.s.freq))
 				return 2;
 			break;
+		case OPT_MODE:
+			if (cmdline_mode("top ", optarg, &o.s.mode))
+				return 2;
+			break;
 		case 'n':
 			o.s.no_native = false;
 			break;
@@ -260,12 +271,15 @@ int top_main(int argc, char **argv)
 			break;
 		case 'h':
 			printf("usage: pyperf-bpf top [-p PID[,PID...]] [options] [-- COMMAND [ARGS...]]\n\n"
-			       "A live view of the functions that use the CPU, refreshed every second:\n"
+			       "A live view of the functions that use the CPU (or, with --mode, the\n"
+			       "time off it too), refreshed every second:\n"
 			       "own (leaf) and total shares over the last second, and times overall.\n"
 			       "Without -p or a command, every CPython process.  q or Ctrl-C quits.\n\n"
 			       "  -p, --pid PID[,PID...]   these processes\n"
 			       "  -d, --duration SECONDS   stop after this long\n"
 			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
+			       "      --mode MODE          cpu (default), wall or offcpu: see\n"
+			       "                           pyperf-bpf --help\n"
 			       "  -n, --native             native functions too\n"
 			       "      --rows N             rows at most (default: what fits)\n");
 			return 0;

@@ -1,6 +1,7 @@
 /* out_folded.c - folded stacks, the input of flamegraph.pl, speedscope, and
  * most flame graph tools: one line per distinct stack, root first, frames
- * joined by ';', a space, the sample count.  Stacks that print the same (for
+ * joined by ';', a space, the sample count (in --mode wall and offcpu, the
+ * time in microseconds).  Stacks that print the same (for
  * instance with --no-lines) are merged; lines are sorted so equal profiles give
  * equal files. */
 #include "output.h"
@@ -75,8 +76,14 @@ int out_folded(FILE *f, const struct out_ctx *c)
 		lines[nlines++].count = *(uint64_t *)s->val;
 	}
 	qsort(lines, nlines, sizeof(*lines), cmp_line);
-	for (size_t i = 0; i < nlines; i++)
-		fprintf(f, "%s %llu\n", lines[i].text, (unsigned long long)lines[i].count);
+	for (size_t i = 0; i < nlines; i++) {
+		/* off-CPU modes count nanoseconds: lines are weighted in
+		 * microseconds, rounded; one under half a microsecond goes */
+		uint64_t w = c->mode == MODE_CPU ? lines[i].count : (lines[i].count + 500) / 1000;
+
+		if (w)
+			fprintf(f, "%s %llu\n", lines[i].text, (unsigned long long)w);
+	}
 	rc = ferror(f) ? -1 : 0;
 out:
 	for (size_t i = 0; i < nlines; i++)

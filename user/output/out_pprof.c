@@ -3,7 +3,8 @@
  * Pyroscope, Grafana, Parca and most continuous-profiling backends read.
  *
  * Values per sample: samples/count and cpu/nanoseconds (count x period, the
- * period being 1e9 / frequency).  Each (stack, thread) sample carries the
+ * period being 1e9 / frequency); in --mode wall or offcpu one value, the
+ * time itself, wall/nanoseconds or offcpu/nanoseconds.  Each (stack, thread) sample carries the
  * labels pid, thread_id (numbers), thread_name and process_name (strings);
  * the process and thread are labels rather than root frames.  Locations are
  * leaf first: kernel frames (file "[kernel.kallsyms]"), the merged Python and
@@ -277,7 +278,7 @@ static Sample *new_sample(struct builder *b, const struct psample *s, const uint
 	}
 	memcpy(x->location_id, ids, n * sizeof(*ids));
 	x->n_location_id = n;
-	x->n_value = 2;
+	x->n_value = b->c->mode == MODE_CPU ? 2 : 1;
 	x->label[0] = new_label(b, "pid", NULL, s->stack->pid);
 	x->label[1] = new_label(b, "thread_id", NULL, s->tid);
 	x->label[2] = new_label(b, "thread_name", profile_thread_name(b->c->prof, s->tid), 0);
@@ -304,7 +305,8 @@ static void add_sample(struct builder *b, const struct psample *s, uint64_t *key
 		}
 	}
 	x->value[0] += (int64_t)s->count;
-	x->value[1] += (int64_t)s->count * period;
+	if (b->c->mode == MODE_CPU)
+		x->value[1] += (int64_t)s->count * period;
 }
 
 static void add_samples(struct builder *b, int64_t period)
@@ -413,17 +415,23 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 
 	count.type = str_id(b, "samples");
 	count.unit = str_id(b, "count");
-	cpu.type = str_id(b, "cpu");
+	cpu.type = str_id(b, b->c->mode == MODE_WALL ? "wall" : b->c->mode == MODE_OFFCPU ? "offcpu"
+											  : "cpu");
 	cpu.unit = str_id(b, "nanoseconds");
 	if (b->failed) {
 		errno = ENOMEM;
 		return -1;
 	}
-	p.n_sample_type = 2;
-	p.sample_type = types;
+	if (b->c->mode == MODE_CPU) {
+		p.n_sample_type = 2;
+		p.sample_type = types;
+	} else { /* the time itself: [wall or offcpu, nanoseconds] */
+		p.n_sample_type = 1;
+		p.sample_type = types + 1;
+	}
 	p.default_sample_type = cpu.type;
 	p.period_type = &cpu;
-	p.period = period;
+	p.period = b->c->mode == MODE_OFFCPU ? 0 : period;
 	p.n_sample = b->samples.n;
 	p.sample = (Sample **)b->samples.v;
 	p.n_mapping = b->maps.n;

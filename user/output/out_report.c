@@ -27,20 +27,39 @@ static int by_total(const void *a, const void *b)
 	return by_own(a, b);
 }
 
+/* seconds per count: a sample's period, or a nanosecond */
+static double per_count(const struct out_ctx *c)
+{
+	if (c->mode != MODE_CPU)
+		return 1e-9;
+	return c->freq ? 1.0 / c->freq : 0;
+}
+
 static void print_table(FILE *f, const struct out_ctx *c, struct fn_count **rows, size_t n,
 			uint64_t shown, const char *title)
 {
 	double total = shown ? (double)shown : 1.0;
-	double per = c->freq ? 1.0 / c->freq : 0;
+	double per = per_count(c);
+	bool split = c->mode == MODE_WALL; /* on- and off-CPU side by side */
 
 	fprintf(f, "\n%s\n", title);
-	fprintf(f, "  %%Own   %%Total  OwnTime  TotalTime  Function (filename:line)\n");
+	if (split)
+		fprintf(f, "  %%Own   %%Total  OwnTime (on-CPU  off-CPU)  TotalTime (on-CPU  "
+			"off-CPU)  Function (filename:line)\n");
+	else
+		fprintf(f, "  %%Own   %%Total  OwnTime  TotalTime  Function (filename:line)\n");
 	for (size_t i = 0; i < n && i < c->top; i++) {
-		const struct func *fn = rows[i]->fn;
+		const struct fn_count *r = rows[i];
+		const struct func *fn = r->fn;
 
-		fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s", 100.0 * rows[i]->own / total,
-			100.0 * rows[i]->total / total, rows[i]->own * per, rows[i]->total * per,
-			fn->name);
+		if (split)
+			fprintf(f, "%6.2f%% %6.2f%% %7.2fs (%6.2fs %7.2fs) %9.2fs (%6.2fs %7.2fs)  %s",
+				100.0 * r->own / total, 100.0 * r->total / total, r->own * per,
+				(r->own - r->own_off) * per, r->own_off * per, r->total * per,
+				(r->total - r->total_off) * per, r->total_off * per, fn->name);
+		else
+			fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s", 100.0 * r->own / total,
+				100.0 * r->total / total, r->own * per, r->total * per, fn->name);
 		if (fn->kind == FN_PYTHON)
 			fprintf(f, " (%s:%d)\n", fn->file, fn->firstlineno);
 		else if (fn->kind == FN_MARK)
@@ -59,18 +78,29 @@ static int by_samples(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* shown: the samples the report counts (c->pid's alone when set);
- * native_only: samples of threads that ran no Python frame, in the profile
- * with their native and kernel stacks */
-static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint64_t native_only)
+/* shown: the samples (or ns) the report counts (c->pid's alone when set),
+ * off: of those, off the CPU; native_only: samples of threads that ran no
+ * Python frame, in the profile with their native and kernel stacks */
+static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint64_t off,
+			 uint64_t native_only)
 {
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
 	uint64_t lost = st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL] + p->unattributed;
+	const char *unit = c->mode == MODE_CPU ? "samples" : "s";
+	double per = c->mode == MODE_CPU ? 1 : 1e-9;
 
-	fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): %.1f samples/s\n",
-		(unsigned long long)shown, c->duration_s, c->freq, c->ncpus,
-		c->duration_s > 0 ? shown / c->duration_s : 0.0);
+	if (c->mode == MODE_CPU)
+		fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): "
+			"%.1f samples/s\n", (unsigned long long)shown, c->duration_s, c->freq,
+			c->ncpus, c->duration_s > 0 ? shown / c->duration_s : 0.0);
+	else
+		fprintf(f, "pyperf-bpf: %s mode: %.2f s of thread time in %.2f s (on-CPU %.2f s, "
+			"sampled at %d Hz per CPU; off-CPU %.2f s, from %llu of %llu blocks "
+			"walked)\n", c->mode == MODE_WALL ? "wall" : "offcpu", shown * 1e-9,
+			c->duration_s, (shown - off) * 1e-9, c->freq, off * 1e-9,
+			(unsigned long long)st[STAT_OFFCPU_WALKS],
+			(unsigned long long)st[STAT_SWITCHES]);
 	size_t n = 0;
 	const struct pproc **procs = malloc((p->procs.len + 1) * sizeof(*procs));
 
@@ -82,19 +112,20 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 	if (procs)
 		qsort(procs, n, sizeof(*procs), by_samples);
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "  %d %s (Python %d.%d): %llu samples\n", procs[i]->pid,
-			profile_proc_label(procs[i]), procs[i]->py_major,
-			procs[i]->py_minor, (unsigned long long)procs[i]->samples);
+		fprintf(f, c->mode == MODE_CPU ? "  %d %s (Python %d.%d): %.0f %s\n"
+						: "  %d %s (Python %d.%d): %.2f %s\n", procs[i]->pid,
+			profile_proc_label(procs[i]), procs[i]->py_major, procs[i]->py_minor,
+			procs[i]->samples * per, unit);
 	free(procs);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "
-		"samples in threads without Python frames %llu (%llu of them in the profile "
+		"samples in threads without Python frames %llu (%.*f %s of them in the profile "
 		"with native stacks)\n",
 		(unsigned long long)lost, (unsigned long long)st[STAT_MAP_FULL],
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
 		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]),
-		(unsigned long long)native_only);
+		c->mode == MODE_CPU ? 0 : 2, native_only * per, unit);
 	if (st[STAT_NATIVE_INCOMPLETE] || st[STAT_NATIVE_TRUNCATED])
 		fprintf(f, "Native stacks cut short: %llu incomplete (code the unwinder could not "
 			"follow; %llu of them pending: taken before the binary's unwind table "
@@ -110,13 +141,15 @@ int out_report(FILE *f, const struct out_ctx *c)
 	struct psample **v = out_samples(c, &n);
 	struct fn_counts counts = { 0 };
 	struct fn_count **list = NULL;
-	uint64_t native_only = 0, shown = 0;
+	uint64_t native_only = 0, shown = 0, off = 0;
 	int rc = -1;
 
 	if (!v)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		shown += v[i]->count;
+		if (v[i]->stack->flags & STACK_OFFCPU)
+			off += v[i]->count;
 		if (v[i]->stack->flags & STACK_NO_PYTHON)
 			native_only += v[i]->count;
 		if (fn_counts_add(&counts, v[i]->stack, v[i]->count))
@@ -125,7 +158,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 	list = fn_counts_list(&counts, &nrows);
 	if (!list)
 		goto out;
-	print_header(f, c, shown, native_only);
+	print_header(f, c, shown, off, native_only);
 	qsort(list, nrows, sizeof(*list), by_own);
 	print_table(f, c, list, nrows, shown, "Top functions by own time");
 	qsort(list, nrows, sizeof(*list), by_total);

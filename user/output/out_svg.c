@@ -39,6 +39,7 @@ struct node {
 	char *label;
 	enum svg_kind kind;
 	uint64_t count;
+	uint64_t off;                /* of count, from stacks taken off the CPU */
 	struct node **kids;
 	size_t nkids, capkids;
 };
@@ -108,6 +109,13 @@ static enum svg_kind kind_of(const struct pframe *f)
 	}
 }
 
+static void add_weight(struct node *n, const struct psample *s)
+{
+	n->count += s->count;
+	if (s->stack->flags & STACK_OFFCPU)
+		n->off += s->count;
+}
+
 /* add one sample's frames, root first */
 static void add_sample(struct tree *t, const struct out_ctx *c, const struct psample *s,
 		       struct sbuf *b)
@@ -116,7 +124,7 @@ static void add_sample(struct tree *t, const struct out_ctx *c, const struct psa
 	unsigned depth = 0;
 	const char *p, *semi;
 
-	n->count += s->count;
+	add_weight(n, s);
 	sb_reset(b);
 	out_root_frames(b, c, s);
 	if (!sb_ok(b)) {
@@ -126,21 +134,21 @@ static void add_sample(struct tree *t, const struct out_ctx *c, const struct psa
 	for (p = b->len ? b->s : ""; n && (semi = strchr(p, ';')); p = semi + 1, depth++) {
 		n = child(t, n, p, (size_t)(semi - p), K_MARK);
 		if (n)
-			n->count += s->count;
+			add_weight(n, s);
 	}
 	for (uint32_t i = s->stack->nframes; n && i-- > 0; depth++) {
 		sb_reset(b);
 		out_frame_label(b, &s->stack->frames[i], c->lines);
 		n = sb_ok(b) ? child(t, n, b->s, b->len, kind_of(&s->stack->frames[i])) : NULL;
 		if (n)
-			n->count += s->count;
+			add_weight(n, s);
 	}
 	for (uint32_t i = s->kstack ? s->kstack->n : 0; n && i-- > 0; depth++) {
 		sb_reset(b);
 		sb_printf(b, "%s_[k]", s->kstack->names[i]);
 		n = sb_ok(b) ? child(t, n, b->s, b->len, K_KERNEL) : NULL;
 		if (n)
-			n->count += s->count;
+			add_weight(n, s);
 	}
 	if (!n)
 		t->failed = true;
@@ -199,11 +207,16 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
-static void color(enum svg_kind k, const char *label, char *out, size_t len)
+/* off: the frame's time is mostly off the CPU (--mode wall, offcpu) */
+static void color(enum svg_kind k, bool off, const char *label, char *out, size_t len)
 {
 	uint32_t h = name_hash(label);
 	unsigned v1 = h % 56, v2 = (h >> 8) % 56, v3 = (h >> 16) % 40;
 
+	if (off && k != K_KERNEL && k != K_MARK) { /* teal to aqua */
+		snprintf(out, len, "rgb(%u,%u,%u)", 40 + v3, 170 + v1 % 50, 170 + v2 % 50);
+		return;
+	}
 	switch (k) {
 	case K_PYTHON: /* yellow to orange */
 		snprintf(out, len, "rgb(%u,%u,%u)", 205 + v1 % 50, 150 + v2 + v3 % 30, 40 + v3);
@@ -225,6 +238,7 @@ struct draw {
 	double scale;                /* pixels per sample */
 	unsigned height;
 	bool icicle;
+	bool ns;                     /* counts are nanoseconds (--mode wall, offcpu) */
 };
 
 static double frame_y(const struct draw *d, unsigned depth)
@@ -240,16 +254,21 @@ static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigne
 
 	if (w < MIN_PX)
 		return;
-	color(n->kind, n->label, fill, sizeof(fill));
+	color(n->kind, n->off * 2 > n->count, n->label, fill, sizeof(fill));
 	fprintf(d->f, "<g class=\"f\" data-kind=\"%s\" data-samples=\"%llu\" data-x=\"%llu\" "
 		"data-depth=\"%u\" data-name=\"", kind_names[n->kind],
 		(unsigned long long)n->count, (unsigned long long)x, depth);
 	put_xml(d->f, n->label);
 	fputs("\"><title>", d->f);
 	put_xml(d->f, n->label);
-	fprintf(d->f, " (%llu samples, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+	if (d->ns)
+		fprintf(d->f, " (%.3f ms, %.0f%% off-CPU, ", n->count / 1e6,
+			100.0 * (double)n->off / (double)(n->count ? n->count : 1));
+	else
+		fprintf(d->f, " (%llu samples, ", (unsigned long long)n->count);
+	fprintf(d->f, "%.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
 		"height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\"></text></g>\n",
-		(unsigned long long)n->count, 100.0 * (double)n->count / (double)d->total,
+		100.0 * (double)n->count / (double)d->total,
 		(double)x * d->scale + 10, frame_y(d, depth), w, FRAME_H - 1, fill,
 		(double)x * d->scale + 13, frame_y(d, depth) + FRAME_H - 4.5);
 	for (size_t i = 0; i < n->nkids; i++) {
@@ -269,7 +288,8 @@ static void sort_tree(struct node *n)
 /* The script: zoom, search, details.  Frame positions are recomputed from
  * data-x, data-samples and data-depth, so zooming needs no layout data. */
 static const char script[] =
-	"var W = %d, PAD = 10, total = %llu, zoomed = null;\n"
+	"var W = %d, PAD = 10, total = %llu, zoomed = null, ns = %d;\n"
+	"function amount(v) { return ns ? (v / 1e6).toFixed(3) + ' ms' : v + ' samples'; }\n"
 	"var frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
 	"var details = document.getElementById('details'), matched = document.getElementById('matched');\n"
 	"var unzoom = document.getElementById('unzoom');\n"
@@ -329,7 +349,7 @@ static const char script[] =
 	"frames.forEach(function (g) {\n"
 	"  fit(g);\n"
 	"  g.addEventListener('mouseover', function () {\n"
-	"    details.textContent = label(g) + ' (' + num(g, 'samples') + ' samples, ' +\n"
+	"    details.textContent = label(g) + ' (' + amount(num(g, 'samples')) + ', ' +\n"
 	"      (100 * num(g, 'samples') / total).toFixed(2) + '%%)';\n"
 	"  });\n"
 	"  g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
@@ -345,7 +365,8 @@ static const char script[] =
 
 static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 {
-	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle };
+	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle,
+			  .ns = c->mode != MODE_CPU };
 	unsigned depth = t->depth + 1;
 
 	d.height = TOP + depth * FRAME_H + BOTTOM + 4;
@@ -360,9 +381,17 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 	fputs("<text id=\"title\" x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">"
 	      "Flame graph: ", f);
 	put_xml(f, c->title ? c->title : "pyperf-bpf");
-	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" text-anchor=\"middle\">"
-		"%llu samples in %.1f s at %d Hz per CPU; Python yellow, native red, kernel blue"
-		"</text>\n", (unsigned long long)d.total, c->duration_s, c->freq);
+	if (c->mode == MODE_CPU)
+		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
+			"text-anchor=\"middle\">cpu mode: %llu samples in %.1f s at %d Hz per CPU; "
+			"Python yellow, native red, kernel blue</text>\n",
+			(unsigned long long)d.total, c->duration_s, c->freq);
+	else
+		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
+			"text-anchor=\"middle\">%s mode: %.2f s of thread time in %.1f s (off-CPU "
+			"%.2f s); Python yellow, native red, kernel blue, mostly off-CPU teal</text>\n",
+			c->mode == MODE_WALL ? "wall" : "offcpu", d.total / 1e9, c->duration_s,
+			t->root.off / 1e9);
 	fputs("<text id=\"unzoom\" class=\"ctl\" x=\"10\" y=\"56\" style=\"opacity:0.3\">"
 	      "Reset Zoom</text>\n<text id=\"search\" class=\"ctl\" x=\"1190\" y=\"56\" "
 	      "text-anchor=\"end\">Search</text>\n<text id=\"matched\" x=\"1100\" y=\"56\" "
@@ -374,7 +403,7 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 		draw(&d, &t->root, 0, 0);
 	fprintf(f, "<text id=\"details\" x=\"10\" y=\"%u\"> </text>\n<script><![CDATA[\n",
 		d.height - 10);
-	fprintf(f, script, WIDTH, (unsigned long long)(d.total ? d.total : 1));
+	fprintf(f, script, WIDTH, (unsigned long long)(d.total ? d.total : 1), d.ns);
 	fputs("]]></script>\n</svg>\n", f);
 	return ferror(f) ? -1 : 0;
 }

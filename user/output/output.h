@@ -17,6 +17,7 @@ struct out_ctx {
 	bool proc_frames;            /* a root frame per process */
 	double duration_s;
 	int freq;
+	enum pyperf_mode mode;       /* MODE_CPU: counts are samples; else nanoseconds */
 	int ncpus;
 	uint64_t stats[STAT_NR];     /* sampler counters */
 	size_t top;                  /* rows per report table */

@@ -37,7 +37,7 @@ static struct fn_count *count_for(struct fn_counts *c, struct sbuf *k, const str
 int fn_counts_add(struct fn_counts *c, const struct pstack *st, uint64_t count)
 {
 	struct sbuf k = { 0 };
-	bool leaf = true;
+	bool leaf = true, off = st->flags & STACK_OFFCPU;
 	int rc = 0;
 
 	for (uint32_t j = 0; j < st->nframes; j++) {
@@ -50,11 +50,16 @@ int fn_counts_add(struct fn_counts *c, const struct pstack *st, uint64_t count)
 			rc = -1;
 			break;
 		}
-		if (leaf)
+		if (leaf) {
 			r->own += count;
+			if (off)
+				r->own_off += count;
+		}
 		leaf = false;
 		if (r->last != c->samples) { /* recursion counts once */
 			r->total += count;
+			if (off)
+				r->total_off += count;
 			r->last = c->samples;
 		}
 	}

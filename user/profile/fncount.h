@@ -4,7 +4,8 @@
  * A function is its name, file and first line: the same code object read
  * twice (in another process, or another generation of one) is one function.
  * Own counts the samples where it is the leaf, total the samples where it is
- * anywhere on the stack, once per sample however deep it recurses. */
+ * anywhere on the stack, once per sample however deep it recurses.  The part
+ * of each from stacks taken off the CPU (--mode wall) is kept apart too. */
 #ifndef PYPERF_FNCOUNT_H
 #define PYPERF_FNCOUNT_H
 
@@ -19,6 +20,7 @@
 struct fn_count {
 	const struct func *fn;       /* the first func seen under its key */
 	uint64_t own, total;
+	uint64_t own_off, total_off; /* of those, in stacks taken off the CPU */
 	size_t last;                 /* the last sample that added to total */
 };
 

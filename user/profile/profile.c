@@ -163,8 +163,8 @@ bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uin
 }
 
 int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_t flags,
-			 const struct pframe *frames, uint32_t n, const void *ident,
-			 size_t nident)
+			 const struct pframe *frames, uint32_t n, const uint64_t *kips,
+			 uint32_t nk, const void *ident, size_t nident)
 {
 	struct pproc *pp = profile_proc(p, (int)ref->pid);
 	struct stack_id id = { .hash = ref->hash, .gen = ref->gen };
@@ -184,8 +184,18 @@ int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_
 	st->nframes = n;
 	st->ident = NULL;
 	st->nident = 0;
+	st->kernel = NULL;
+	st->nkernel = 0;
 	memcpy(st->frames, frames, n * sizeof(st->frames[0]));
 	own(pp, st);
+	if (nk) {
+		st->kernel = malloc(nk * sizeof(*kips));
+		if (!st->kernel)
+			return -1;
+		memcpy(st->kernel, kips, nk * sizeof(*kips));
+		st->nkernel = nk;
+		own(pp, st->kernel);
+	}
 	if (ident) {
 		st->ident = malloc(nident + 1);
 		if (!st->ident)
@@ -198,7 +208,8 @@ int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_
 }
 
 /* the interned, named kernel stack for these addresses */
-static struct kstack *intern_kstack(struct profile *p, const uint64_t *ips, unsigned n)
+static struct kstack *intern_kstack(struct profile *p, const uint64_t *ips, unsigned n,
+				    bool offcpu)
 {
 	struct kstack *ks;
 
@@ -207,10 +218,12 @@ static struct kstack *intern_kstack(struct profile *p, const uint64_t *ips, unsi
 	ks = hmap_get(&p->kstacks, ips, n * sizeof(*ips));
 	if (ks)
 		return ks;
-	ks = calloc(1, sizeof(*ks) + n * sizeof(ks->names[0]));
+	ks = calloc(1, sizeof(*ks) + n * sizeof(ks->all_names[0]));
 	if (!ks)
 		return NULL;
-	ks->n = n;
+	ks->n = ks->nall = n;
+	ks->offcpu = offcpu;
+	ks->names = ks->all_names;
 	if (hmap_put(&p->kstacks, ips, n * sizeof(*ips), ks)) {
 		free(ks);
 		return NULL;
@@ -225,6 +238,15 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* the frames between the scheduler and the program that took an off-CPU
+ * stack: the tracepoint's dispatch and the BPF program itself */
+static bool is_tracing_frame(const char *name)
+{
+	return !strncmp(name, "bpf_prog_", 9) || !strncmp(name, "bpf_trace_run", 13) ||
+	       !strncmp(name, "__bpf_trace_", 12) || !strncmp(name, "__traceiter_", 12) ||
+	       !strncmp(name, "bpf_trampoline_", 15);
+}
+
 uint64_t *profile_unnamed_kernel(const struct profile *p, size_t *n)
 {
 	struct hmap seen = { 0 };
@@ -234,7 +256,7 @@ uint64_t *profile_unnamed_kernel(const struct profile *p, size_t *n)
 	hmap_for_each(&p->kstacks, s) {
 		const uint64_t *ips = s->key;
 
-		for (uint32_t i = 0; i < ((struct kstack *)s->val)->n; i++)
+		for (uint32_t i = 0; i < ((struct kstack *)s->val)->nall; i++)
 			if (!hmap_get(&p->knames, &ips[i], sizeof(ips[i])))
 				hmap_put(&seen, &ips[i], sizeof(ips[i]), NULL);
 	}
@@ -258,12 +280,18 @@ void profile_set_kernel_names(struct profile *p, const uint64_t *addrs, char **n
 	hmap_for_each(&p->kstacks, s) {
 		struct kstack *ks = s->val;
 
+		uint32_t skip = 0;
+
 		ks->ips = s->key; /* the table's copy of the addresses */
-		for (uint32_t i = 0; i < ks->n; i++) {
+		for (uint32_t i = 0; i < ks->nall; i++) {
 			const char *name = hmap_get(&p->knames, &ks->ips[i], sizeof(ks->ips[i]));
 
-			ks->names[i] = name ? name : "[unknown]";
+			ks->all_names[i] = name ? name : "[unknown]";
 		}
+		while (ks->offcpu && skip + 1 < ks->nall && is_tracing_frame(ks->all_names[skip]))
+			skip++;
+		ks->names = ks->all_names + skip;
+		ks->n = ks->nall - skip;
 	}
 }
 
@@ -274,14 +302,20 @@ void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t 
 	struct pstack *st = find_stack(p, ref);
 	struct sample_key sk;
 	struct psample *s;
+	bool offcpu = false;
 
 	if (!st) {
 		p->unattributed += count;
 		return;
 	}
+	if (!nk && st->nkernel) {
+		kips = st->kernel;
+		nk = st->nkernel;
+		offcpu = true;
+	}
 	memset(&sk, 0, sizeof(sk));
 	sk.stack = st;
-	sk.kstack = intern_kstack(p, kips, nk);
+	sk.kstack = intern_kstack(p, kips, nk, offcpu);
 	sk.tid = tid;
 	s = hmap_get(&p->samples, &sk, sizeof(sk));
 	if (!s) {

@@ -43,15 +43,23 @@ struct pstack {
 	uint32_t nframes;
 	void *ident;                 /* what it was named from (NULL: not given) */
 	size_t nident;
+	uint64_t *kernel;            /* an off-CPU stack's kernel frames, leaf first:
+				      * every count of it has these (NULL: none) */
+	uint32_t nkernel;
 	struct pframe frames[];      /* leaf first: Python and native frames merged */
 };
 
 /* A kernel stack, leaf first; ips and names are NULL until
  * profile_set_kernel_names. */
 struct kstack {
-	uint32_t n;
-	const uint64_t *ips;
-	const char *names[];
+	uint32_t n;                  /* frames shown */
+	uint32_t nall;               /* frames taken */
+	bool offcpu;                 /* taken as the thread left the CPU */
+	const uint64_t *ips;         /* nall of them */
+	const char **names;          /* the n shown: an off-CPU stack's start without
+				      * the tracing frames that took it (bpf_prog_*,
+				      * bpf_trace_run*, ...) */
+	const char *all_names[];
 };
 
 struct psample {
@@ -101,18 +109,19 @@ struct func *profile_code(const struct profile *p, int pid, const struct code_re
  * goes; with c, profile_code finds it under c from now on.  -1: no memory
  * (fn is freed). */
 int profile_keep_func(struct profile *p, int pid, struct func *fn, const struct code_ref *c);
-/* Record a stack whose frames are named (leaf first; copied).  ident (may be
- * NULL) is what it was named from, copied too: a key already known is kept
- * unless ident is given and differs, then the key names the new stack from
- * now on (its code objects were replaced). */
+/* Record a stack whose frames are named (leaf first; copied), with the
+ * kernel frames kips[0..nk) its counts all have (an off-CPU stack; nk 0 for
+ * none).  ident (may be NULL) is what it was named from, copied too: a key
+ * already known is kept unless ident is given and differs, then the key
+ * names the new stack from now on (its code objects were replaced). */
 int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_t flags,
-			 const struct pframe *frames, uint32_t n, const void *ident,
-			 size_t nident);
+			 const struct pframe *frames, uint32_t n, const uint64_t *kips,
+			 uint32_t nk, const void *ident, size_t nident);
 /* Is ref known with this flags and ident already? */
 bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uint32_t flags,
 		       const void *ident, size_t nident);
-/* Add count samples of thread tid in stack ref, taken with kernel stack
- * kips[0..nk) (leaf first; nk 0 for none). */
+/* Add count samples (or nanoseconds) of thread tid in stack ref, taken with
+ * kernel stack kips[0..nk) (leaf first; nk 0: none, or the stack's own). */
 void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
 		       uint64_t count, const uint64_t *kips, unsigned nk);
 

@@ -103,13 +103,16 @@ void naming_raw_of_event(const struct ev_stack *ev, struct raw_stack *out)
 	out->npy = ev->nframes > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : ev->nframes;
 	out->native = ev->native;
 	out->nnative = ev->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : ev->nnative;
+	out->kernel = ev->kernel;
+	out->nkernel = ev->nkernel > PYPERF_KSTACK_DEPTH ? PYPERF_KSTACK_DEPTH : ev->nkernel;
 }
 
 int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack *s)
 {
-	/* what the stack is named from: its Python frames then its native ones */
+	/* what the stack is named from: its Python frames, its native ones,
+	 * its kernel ones (off-CPU stacks) */
 	static uint8_t ident[sizeof(struct py_frame) * PYPERF_MAX_FRAMES +
-			     sizeof(uint64_t) * PYPERF_MAX_NATIVE];
+			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH)];
 	static struct pframe frames[PYPERF_MAX_FRAMES];
 	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 1];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
@@ -117,7 +120,9 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	struct stack_ref ref = { .pid = (uint32_t)s->pid, .gen = s->gen, .hash = s->hash };
 	uint32_t np = s->npy > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : s->npy;
 	uint32_t nn = s->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : s->nnative;
-	size_t pybytes = np * sizeof(*s->py), nident = pybytes + nn * sizeof(*s->native);
+	uint32_t nk = s->nkernel > PYPERF_KSTACK_DEPTH ? PYPERF_KSTACK_DEPTH : s->nkernel;
+	size_t pybytes = np * sizeof(*s->py), natbytes = nn * sizeof(*s->native);
+	size_t nident = pybytes + natbytes + nk * sizeof(*s->kernel);
 	/* a thread that ran no Python code: its native and kernel stack only */
 	uint32_t flags = s->flags | (np ? 0 : STACK_NO_PYTHON);
 	struct pproc *pp = profile_proc(p, s->pid);
@@ -128,7 +133,9 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		describe(p, s->pid);
 	profile_set_thread_name(p, (uint32_t)s->tid, s->thread_name);
 	memcpy(ident, s->py, pybytes);
-	memcpy(ident + pybytes, s->native, nn * sizeof(*s->native));
+	memcpy(ident + pybytes, s->native, natbytes);
+	if (nk)
+		memcpy(ident + pybytes + natbytes, s->kernel, nk * sizeof(*s->kernel));
 	if (profile_has_stack(p, &ref, flags, ident, nident))
 		return 0;
 	for (uint32_t i = 0; i < np; i++) {
@@ -142,11 +149,13 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 			return -1;
 	}
 	if (!(flags & STACK_NATIVE) || !n->nat)
-		return profile_insert_stack(p, &ref, flags, frames, np, ident, nident);
+		return profile_insert_stack(p, &ref, flags, frames, np, (const uint64_t *)s->kernel,
+					    nk, ident, nident);
 	for (uint32_t i = 0; i < nn; i++)
 		nat[i] = native_func(n->nat, s->pid, s->native[i], i == 0);
 	np = merge_frames(frames, entry, np, nat, nn, flags, merged);
-	return profile_insert_stack(p, &ref, flags, merged, np, ident, nident);
+	return profile_insert_stack(p, &ref, flags, merged, np, (const uint64_t *)s->kernel, nk,
+				    ident, nident);
 }
 
 void naming_name_kernel(struct profile *p)

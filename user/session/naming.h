@@ -29,6 +29,8 @@ struct raw_stack {
 	uint32_t npy;
 	const __u64 *native;         /* the native frames (see struct ev_stack) */
 	uint32_t nnative;
+	const __u64 *kernel;         /* an off-CPU stack's kernel frames (STACK_OFFCPU) */
+	uint32_t nkernel;
 };
 
 struct naming {

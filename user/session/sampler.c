@@ -38,6 +38,7 @@ struct sampler {
 	uint64_t *table_used;        /* the table_used map, mmap'ed */
 	struct native_store store;
 	struct sampler_events ev;
+	enum pyperf_mode mode;
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 };
 
@@ -82,24 +83,32 @@ static void explain_load_error(int e, char *err, size_t errlen)
 			 strerror(e));
 }
 
+unsigned offcpu_walk_hz(int freq)
+{
+	return freq * 2 > 200 ? (unsigned)freq * 2 : 200;
+}
+
 /* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
  * -1 for a record whose counts do not match its length. */
 static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
 {
 	const unsigned char *p = data;
-	size_t fbytes, nbytes;
+	size_t fbytes, nbytes, kbytes;
 
 	if (size < EV_WIRE_HEAD)
 		return -1;
 	memcpy(out, p, EV_WIRE_HEAD);
-	if (out->nframes > PYPERF_MAX_FRAMES || out->nnative > PYPERF_MAX_NATIVE)
+	if (out->nframes > PYPERF_MAX_FRAMES || out->nnative > PYPERF_MAX_NATIVE ||
+	    out->nkernel > PYPERF_KSTACK_DEPTH)
 		return -1;
 	fbytes = (size_t)out->nframes * sizeof(struct py_frame);
 	nbytes = (size_t)out->nnative * sizeof(out->native[0]);
-	if (size != EV_WIRE_HEAD + fbytes + nbytes)
+	kbytes = (size_t)out->nkernel * sizeof(out->kernel[0]);
+	if (size != EV_WIRE_HEAD + fbytes + nbytes + kbytes)
 		return -1;
 	memcpy(out->frames, p + EV_WIRE_HEAD, fbytes);
 	memcpy(out->native, p + EV_WIRE_HEAD + fbytes, nbytes);
+	memcpy(out->kernel, p + EV_WIRE_HEAD + fbytes + nbytes, kbytes);
 	return 0;
 }
 
@@ -188,6 +197,13 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	s->skel->rodata->filter_targets = o->filter_targets;
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
 	s->skel->rodata->native_stacks = o->native_stacks;
+	s->mode = o->mode;
+	if (o->mode == MODE_WALL)
+		s->skel->rodata->cpu_weight = 1000000000ull / (unsigned)o->freq;
+	s->skel->rodata->offcpu_walk_hz = offcpu_walk_hz(o->freq);
+	/* the scheduler hook costs every context switch of the host: only when
+	 * off-CPU time is wanted */
+	bpf_program__set_autoload(s->skel->progs.on_switch, o->mode != MODE_CPU);
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 	bpf_map__set_max_entries(s->skel->maps.scratch_map,
@@ -364,7 +380,7 @@ int sampler_start(struct sampler *s, char *err, size_t errlen)
 	}
 	for (int cpu = 0; cpu < n; cpu++)
 		s->pfds[cpu] = -1;
-	for (int cpu = 0; cpu < n; cpu++) {
+	for (int cpu = 0; cpu < n && s->mode != MODE_OFFCPU; cpu++) {
 		s->pfds[cpu] = perf_open_cpu_clock(cpu, s->freq);
 		if (s->pfds[cpu] < 0) {
 			if (errno == ENODEV || errno == ENOENT)
@@ -449,8 +465,11 @@ static int drain_map(int fd, int kfd, sampler_count_fn fn, void *ctx)
 		if (e && errno != ENOENT)
 			return -errno;
 		for (__u32 i = 0; i < count; i++) {
-			unsigned nk = kernel_stack(kfd, keys[i].kstack, ips);
+			unsigned nk;
 
+			if (!vals[i])
+				continue; /* an off-CPU block announced, not ended yet */
+			nk = kernel_stack(kfd, keys[i].kstack, ips);
 			fn(ctx, &keys[i], vals[i], ips, nk);
 		}
 		in = outb;
@@ -494,13 +513,16 @@ void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])
 	free(v);
 }
 
-int sampler_prog_stats(struct sampler *s, uint64_t *run_cnt, uint64_t *run_time_ns)
+int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
+		       uint64_t *run_time_ns)
 {
+	struct bpf_program *prog = on_switch ? s->skel->progs.on_switch : s->skel->progs.on_sample;
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 
+	*run_cnt = *run_time_ns = 0;
 	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.on_sample), &info, &len))
+	if (bpf_program__fd(prog) < 0 || bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 		return -1;
 	*run_cnt = info.run_cnt;
 	*run_time_ns = info.run_time_ns;

@@ -12,6 +12,7 @@ struct sampler;
 
 struct sampler_opts {
 	bool filter_targets;         /* only processes added with sampler_add_target */
+	enum pyperf_mode mode;
 	int freq;                    /* samples per second per CPU */
 	bool verbose;                /* pass libbpf's messages through */
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
@@ -41,6 +42,10 @@ struct sampler_events {
 typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count,
 				 const uint64_t *kips, unsigned nk);
 
+/* --mode wall|offcpu: about how many blocks off the CPU a thread has walked
+ * per second at most (blocks beyond are walked with a probability and
+ * weighted by its inverse): twice the sampling rate, at least 200. */
+unsigned offcpu_walk_hz(int freq);
 /* 0 if this process may load and attach the sampler; else -1 and why. */
 int sampler_check_privileges(char *err, size_t errlen);
 int sampler_open(struct sampler **out, const struct sampler_opts *o,
@@ -75,8 +80,10 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);
 int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx);
 /* Per-CPU counters summed (enum stat_idx). */
 void sampler_stats(struct sampler *s, uint64_t out[STAT_NR]);
-/* run_cnt and run_time_ns of the perf_event program (kernel.bpf_stats_enabled). */
-int sampler_prog_stats(struct sampler *s, uint64_t *run_cnt, uint64_t *run_time_ns);
+/* run_cnt and run_time_ns (kernel.bpf_stats_enabled) of the perf_event
+ * program, or of the scheduler hook (--mode wall|offcpu; 0 when not loaded). */
+int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
+		       uint64_t *run_time_ns);
 void sampler_close(struct sampler *s);
 
 #endif

@@ -439,7 +439,7 @@ static void run_loop(struct session *r, uint64_t start)
 /* for `make bench`: the sampler's own cost and the loader's, separately */
 static void write_stats_json(struct session *r, double secs, double loop_cpu)
 {
-	uint64_t st[STAT_NR], cnt = 0, ns = 0;
+	uint64_t st[STAT_NR], cnt = 0, ns = 0, scnt = 0, sns = 0;
 	long rss;
 	double cpu = clock_cpu_s(&rss);
 	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
@@ -448,7 +448,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
 		return;
 	sampler_stats(r->s, st);
-	sampler_prog_stats(r->s, &cnt, &ns);
+	sampler_prog_stats(r->s, false, &cnt, &ns);
+	sampler_prog_stats(r->s, true, &scnt, &sns);
 	fprintf(f, "{\"duration_s\": %.3f, \"samples\": %llu, \"bpf_run_cnt\": %llu, "
 		"\"bpf_run_time_ns\": %llu, \"loader_cpu_s\": %.6f, \"loader_loop_cpu_s\": %.6f, "
 		"\"loader_maxrss_kb\": %ld, "
@@ -463,7 +464,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f, "
 		"\"first_complete_native_ms\": %.1f, \"warmup_s\": %.1f, "
 		"\"loader_cpu_after_warmup_s\": %.6f, \"after_warmup_s\": %.3f, "
-		"\"loader_write_cpu_s\": %.6f}\n",
+		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
+		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -477,7 +479,10 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
 		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
 		(unsigned long long)r->nat.st.reclaimed, r->load_s, r->first_native_ms,
-		WARMUP_NS / 1e9, warm, secs - WARMUP_NS / 1e9, cpu - r->end_cpu);
+		WARMUP_NS / 1e9, warm, secs - WARMUP_NS / 1e9, cpu - r->end_cpu,
+		(unsigned long long)scnt, (unsigned long long)sns,
+		(unsigned long long)st[STAT_SWITCHES], (unsigned long long)st[STAT_OFFCPU_WALKS],
+		(unsigned long long)st[STAT_OFFCPU_BLOCKS]);
 	fclose(f);
 }
 
@@ -493,6 +498,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
 					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
+				   .mode = o->mode,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };

@@ -1,0 +1,145 @@
+"""--mode wall and offcpu against ground truth: wallsplit.py measures how its
+main thread's wall time splits (CPU work, time.sleep, a blocking pipe read,
+waiting for a threading.Lock) and how long a thread that only sleeps lived;
+the profile must say the same, with the blocking system call's kernel
+frames at the leaf.  --mode cpu on the same workload keeps today's
+behaviour, --mode offcpu has no CPU leaf.  The outputs carry the mode:
+pprof's sample type (read back by Google's pprof), SVG and speedscope
+totals equal to the folded output's (which is in microseconds).
+
+The wall split runs on every CPython present (the off-CPU walk reads each
+version's frames); the cpu/offcpu contrasts and the formats on the newest
+one (they do not depend on the version)."""
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+
+
+from conftest import SUPPORTED, WORKLOADS, func_name, record_workload, run_pyperf, \
+    supported_pythons
+from pprofread import decode
+
+SECONDS = "3"
+PARTS = {"cpu": "cpu_work", "sleep": "sleeper", "pipe": "pipe_reader", "lock": "lock_waiter"}
+# the system call each blocking part waits in, as the kernel names it
+# (time.sleep is clock_nanosleep from 3.11, select before)
+KERNEL = {"sleep": ("do_nanosleep", "do_select"), "pipe": ("pipe_read", "anon_pipe_read"),
+          "lock": ("futex_wait",)}
+
+
+def record(python, tmp_path, mode, also=(), extra=()):
+    out = tmp_path / "truth.json"
+    stacks, outs, r = record_workload(python, tmp_path, "wallsplit.py", SECONDS, str(out),
+                                      hz=499, also=also, extra=["--mode", mode, *extra])
+    return stacks, json.loads(out.read_text()), outs, r
+
+
+def split(stacks):
+    """Weights of the main thread's stacks (those through main_loop) per part,
+    of the only-sleeping thread's, and the main thread's total."""
+    parts = dict.fromkeys(PARTS, 0)
+    main = only = 0
+    for frames, count in stacks:
+        names = [func_name(f) for f in frames]
+        if "only_sleeps" in names:
+            only += count
+        if "main_loop" not in names:
+            continue
+        main += count
+        for part, fn in PARTS.items():
+            if fn in names:
+                parts[part] += count
+    return parts, main, only
+
+
+@supported_pythons()
+def test_wall_mode_splits_like_the_workloads_own_clock(python, tmp_path):
+    stacks, truth, _, _ = record(python[0], tmp_path, "wall")
+    parts, main, only = split(stacks)
+    assert main > 0, stacks[:3]
+    # folded lines are microseconds: the main thread's lifetime is all there
+    assert abs(main / 1e6 - truth["main_s"]) < 0.05 * truth["main_s"], (main, truth)
+    for part in PARTS:
+        got = 100.0 * parts[part] / main
+        want = 100.0 * truth["shares"][part]
+        assert abs(got - want) <= 3, (part, got, want, parts, truth)
+    # the thread that only sleeps: all of its own wall time
+    assert abs(only / 1e6 - truth["sleeper_s"]) < 0.1 * truth["sleeper_s"], (only, truth)
+    # each blocking part waits in its system call, kernel frames at the leaf
+    for part, kfn in KERNEL.items():
+        blocked = [f for f, c in stacks if PARTS[part] in map(func_name, f) and f[-1].endswith("_[k]")]
+        assert blocked, part
+        heavy = max(blocked, key=lambda f: dict((tuple(s), c) for s, c in stacks)[tuple(f)])
+        kernel = [func_name(x)[:-4] for x in heavy if x.endswith("_[k]")]
+        assert any(k.startswith(kfn) for k in kernel), (part, kernel)
+        assert kernel[-1] in ("__schedule", "schedule"), kernel  # not the tracing frames
+
+
+def newest():
+    assert SUPPORTED, "no supported CPython"
+    return SUPPORTED[-1][0]
+
+
+def test_cpu_mode_is_unchanged_on_the_same_workload(tmp_path):
+    stacks, truth, _, _ = record(newest(), tmp_path, "cpu")
+    parts, main, only = split(stacks)
+    assert main > 100, main  # samples, not microseconds
+    assert parts["cpu"] > 0.85 * main, parts
+    assert parts["sleep"] + parts["pipe"] + parts["lock"] < 0.1 * main, parts
+    assert only < 0.02 * main, only  # the sleeper is absent
+
+
+def test_offcpu_mode_has_no_cpu_leaf(tmp_path):
+    stacks, truth, _, r = record(newest(), tmp_path, "offcpu", also=[".txt"])
+    parts, main, only = split(stacks)
+    assert main > 0
+    assert parts["cpu"] < 0.05 * main, parts
+    blocked = parts["sleep"] + parts["pipe"] + parts["lock"]
+    # off-CPU time is what the main thread did not spend on the CPU
+    off_truth = truth["main_s"] * (1 - truth["shares"]["cpu"])
+    assert abs(blocked / 1e6 - off_truth) < 0.1 * off_truth, (blocked, truth)
+    assert abs(only / 1e6 - truth["sleeper_s"]) < 0.1 * truth["sleeper_s"]
+    report = (tmp_path / "p.txt").read_text()
+    assert re.search(r"offcpu mode: [\d.]+ s of thread time", report), report[:300]
+
+
+def test_wall_formats_carry_the_mode_and_the_same_totals(tmp_path):
+    stacks, truth, (prof, svg, ss, txt), _ = record(
+        newest(), tmp_path, "wall", also=[".pb.gz", ".svg", ".speedscope.json", ".txt"],
+        extra=["--top", "1000"])
+    total_us = sum(c for _, c in stacks)
+    tolerance_us = len(stacks)  # each folded line is rounded to a microsecond
+    head, samples, locs, _ = decode(str(prof))
+    assert head["types"].split() == ["wall/nanoseconds[dflt]"], head
+    assert head["PeriodType"] == "wall nanoseconds"
+    pprof_ns = sum(s[0] for s in samples)
+    assert abs(pprof_ns / 1000 - total_us) <= tolerance_us, (pprof_ns, total_us)
+    root = [g for g in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}g")
+            if g.get("class") == "f" and g.get("data-depth") == "0"]
+    assert int(root[0].get("data-samples")) == pprof_ns
+    subtitle = re.search(r'id="subtitle"[^>]*>([^<]*)<', svg.read_text()).group(1)
+    assert subtitle.startswith("wall mode:") and "off-CPU" in subtitle, subtitle
+    d = json.loads(ss.read_text())
+    ss_ns = 0
+    for p in d["profiles"]:
+        assert p["unit"] == "nanoseconds"
+        ss_ns += sum(p["weights"])
+    assert ss_ns == pprof_ns
+    # the report: on- and off-CPU side by side, per function
+    report = txt.read_text()
+    assert "OwnTime (on-CPU  off-CPU)" in report, report[:500]
+    row = [ln for ln in report.splitlines() if "sleeper (" in ln]
+    assert row, report
+    # its total: (on-CPU  off-CPU), the second such pair on the row
+    on, off = map(float, re.findall(r"\(\s*([\d.]+)s\s+([\d.]+)s\)", row[0])[1])
+    assert off > 0.5 and off > 10 * on, row[0]
+
+
+def test_bad_mode_is_refused_by_every_command(tmp_path):
+    for cmd in ([], ["top"], ["daemon"]):
+        r = run_pyperf(cmd + ["--mode", "idle", "-d", "1", "--", "true"] if cmd != ["daemon"]
+                       else cmd + ["--mode", "idle"])
+        assert r.returncode == 2, (cmd, r.returncode, r.stderr)
+        assert "idle" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert os.path.exists(os.path.join(WORKLOADS, "wallsplit.py"))
