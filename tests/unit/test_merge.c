@@ -118,9 +118,42 @@ static void mismatch_is_marked_not_reordered(void **state)
 	assert_string_equal(joined(out, n), "f;g;[unmerged native];main;_PyEval_EvalFrameDefault");
 }
 
+/* a thread waiting for the GIL: "[GIL wait]" just above the Python frame
+ * that waited; a native thread's wait above the hand-over's caller; a
+ * function that only looks like it (take_gilded) is not one */
+static void gil_hand_over_is_marked(void **state)
+{
+	static struct func n_take = { .name = "take_gil.lto_priv.0", .file = "libpython",
+				      .kind = FN_NATIVE };
+	static struct func n_futex = { .name = "futex_wait", .file = "libc", .kind = FN_NATIVE };
+	static struct func n_ensure = { .name = "PyGILState_Ensure", .file = "libpython",
+					.kind = FN_NATIVE };
+	static struct func n_other = { .name = "take_gilded", .file = "libx", .kind = FN_NATIVE };
+	const struct func *py[] = { &p_g, &p_mod };
+	uint8_t entry[] = { 1, 1 };
+	const struct func *nat[] = { &n_futex, &n_take, &n_eval, &n_call, &n_eval, &n_main };
+	struct pframe out[16];
+	uint32_t n = run(py, entry, 2, nat, 6, STACK_NATIVE, out);
+
+	(void)state;
+	n = merge_mark_gil(out, n);
+	assert_string_equal(joined(out, n),
+			    "main;<module>;PyObject_Vectorcall;g;[GIL wait];take_gil.lto_priv.0;futex_wait");
+	out[0].fn = &n_futex;
+	out[1].fn = &n_take;
+	out[2].fn = &n_ensure;
+	out[3].fn = &n_main;
+	n = merge_mark_gil(out, 4);
+	assert_string_equal(joined(out, n), "main;[GIL wait];PyGILState_Ensure;take_gil.lto_priv.0;futex_wait");
+	out[0].fn = &n_other;
+	out[1].fn = &n_main;
+	assert_int_equal(merge_mark_gil(out, 2), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(gil_hand_over_is_marked),
 		cmocka_unit_test(one_eval_frame_per_python_frame),
 		cmocka_unit_test(one_eval_frame_runs_several_python_frames),
 		cmocka_unit_test(partial_native_walk_merges_the_leaf_side),

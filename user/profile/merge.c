@@ -2,6 +2,7 @@
 #include "merge.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 #define MARK(ident, text) \
 	const struct func ident = { .name = (char *)(text), .file = (char *)"", \
@@ -11,6 +12,7 @@ MARK(merge_mark_truncated, "[native truncated]");
 MARK(merge_mark_incomplete, "[native incomplete]");
 MARK(merge_mark_pending, "[native pending]");
 MARK(merge_mark_unmerged, "[unmerged native]");
+MARK(merge_mark_gil_wait, "[GIL wait]");
 
 static uint32_t count_segments(const uint8_t *entry, uint32_t np)
 {
@@ -67,4 +69,43 @@ uint32_t merge_frames(const struct pframe *py, const uint8_t *entry, uint32_t np
 	for (uint32_t i = 0; i < np; i++)
 		out[k++] = py[i];
 	return k;
+}
+
+/* CPython's GIL hand-over, ceval_gil.c: take_gil waits for the GIL,
+ * drop_gil releases it and, when asked to, waits for the next holder to
+ * take it; compilers add suffixes (take_gil.lto_priv.0) */
+static bool is_gil_handover(const struct func *fn)
+{
+	static const char *const names[] = { "take_gil", "drop_gil" };
+
+	if (fn->kind != FN_NATIVE || !fn->name)
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		if (!strncmp(fn->name, names[i], n) && (fn->name[n] == 0 || fn->name[n] == '.'))
+			return true;
+	}
+	return false;
+}
+
+uint32_t merge_mark_gil(struct pframe *s, uint32_t n)
+{
+	uint32_t i = 0, at;
+
+	while (i < n && !is_gil_handover(s[i].fn))
+		i++;
+	if (i == n)
+		return n;
+	/* above the Python frame that waited, else above the hand-over's caller */
+	for (at = i + 1; at < n && s[at].fn->kind != FN_PYTHON; at++)
+		;
+	if (at == n)
+		at = i + 1 < n ? i + 2 : n;
+	if (at > n)
+		at = n;
+	memmove(s + at + 1, s + at, (n - at) * sizeof(*s));
+	s[at].fn = (struct func *)&merge_mark_gil_wait;
+	s[at].instr = UINT32_MAX;
+	return n + 1;
 }

@@ -26,6 +26,7 @@ extern const struct func merge_mark_pending;    /* "[native pending]": the table
 						   * the binary it stopped in was
 						   * still being built */
 extern const struct func merge_mark_unmerged;   /* "[unmerged native]" */
+extern const struct func merge_mark_gil_wait;   /* "[GIL wait]" */
 
 /* py[0..np) leaf first with entry[i] != 0 for entry frames; nat[0..nn) leaf
  * first; flags: the sample's STACK_NATIVE_* flags.  Writes the merged stack,
@@ -33,5 +34,12 @@ extern const struct func merge_mark_unmerged;   /* "[unmerged native]" */
 uint32_t merge_frames(const struct pframe *py, const uint8_t *entry, uint32_t np,
 		      const struct func *const *nat, uint32_t nn, uint32_t flags,
 		      struct pframe *out);
+
+/* A merged stack s[0..n) (leaf first, room for n + 1) that runs CPython's
+ * GIL hand-over (take_gil, drop_gil) gets a "[GIL wait]" frame just leaf
+ * side of the Python frame that waited (or of the hand-over's caller in a
+ * thread without Python frames), so GIL contention is one frame in a flame
+ * graph.  Returns the new length. */
+uint32_t merge_mark_gil(struct pframe *s, uint32_t n);
 
 #endif

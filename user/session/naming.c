@@ -114,7 +114,7 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	static uint8_t ident[sizeof(struct py_frame) * PYPERF_MAX_FRAMES +
 			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH)];
 	static struct pframe frames[PYPERF_MAX_FRAMES];
-	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 1];
+	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 2];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
 	static const struct func *nat[PYPERF_MAX_NATIVE];
 	struct stack_ref ref = { .pid = (uint32_t)s->pid, .gen = s->gen, .hash = s->hash };
@@ -154,6 +154,7 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	for (uint32_t i = 0; i < nn; i++)
 		nat[i] = native_func(n->nat, s->pid, s->native[i], i == 0);
 	np = merge_frames(frames, entry, np, nat, nn, flags, merged);
+	np = merge_mark_gil(merged, np);
 	return profile_insert_stack(p, &ref, flags, merged, np, (const uint64_t *)s->kernel, nk,
 				    ident, nident);
 }
