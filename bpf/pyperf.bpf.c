@@ -42,6 +42,8 @@ const volatile bool native_stacks = true;
 /* What one cpu-clock sample adds to its stack: 1 (--mode cpu, counts are
  * samples), or the sampling period in ns (--mode wall, counts are ns). */
 const volatile __u64 cpu_weight = 1;
+/* --gil: keep only samples of the thread that holds the GIL */
+const volatile bool gil_only = false;
 /* --mode wall|offcpu: blocks walked per second per thread, about (on_switch) */
 const volatile __u32 offcpu_walk_hz = 200;
 
@@ -406,6 +408,25 @@ static __always_inline void user_regs_of(struct scratch *s, struct pt_regs *regs
 	s->regs0.bx = BPF_CORE_READ(u, bx);
 }
 
+/* Does tstate hold its interpreter's GIL?  (the GIL is locked and tstate was
+ * its last holder; a layout without the GIL's place keeps every sample) */
+static __always_inline bool holds_gil(const struct proc_info *p, __u64 tstate)
+{
+	const struct py_offsets *o = &p->off;
+	__u64 gil;
+	__u32 locked = 0;
+
+	if (o->gil_in == GIL_IN_RUNTIME)
+		gil = p->runtime_addr + o->gil_state;
+	else if (o->gil_in == GIL_IN_INTERP)
+		gil = read_ptr(p->runtime_addr + o->runtime_interp_head) + o->gil_state;
+	else
+		return true;
+	if (!tstate || bpf_probe_read_user(&locked, sizeof(locked), (void *)(gil + o->gil_locked)))
+		return false;
+	return locked && read_ptr(gil + o->gil_holder) == tstate;
+}
+
 /* Walk the current thread of profiled process p into s->ev and the key
  * (without its kernel stack): Python frames, then native ones from
  * s->regs0.  flags start as extra (STACK_OFFCPU); hash_in folds in what the
@@ -425,6 +446,10 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
 	tstate = find_tstate(p, tgid, tid);
 	if (!tstate)
 		stat_inc(STAT_NO_TSTATE);
+	if (gil_only && !holds_gil(p, tstate)) {
+		stat_inc(STAT_NO_GIL);
+		return false;
+	}
 	/* one path whether or not the thread has Python frames (frame_step
 	 * stops at once without one), so the verifier walks the native
 	 * unwinder below once, not once per case */

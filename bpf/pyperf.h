@@ -85,6 +85,17 @@ struct py_offsets {
 	__u16 unicode_compact_size;  /* sizeof(PyCompactUnicodeObject) */
 	__u16 bytes_size;            /* ob_size */
 	__u16 bytes_sval;            /* ob_sval */
+	/* the GIL, struct _gil_runtime_state (--gil) */
+	__u8 gil_in;                 /* where it is: enum py_gil_in */
+	__u16 gil_state;             /* its offset there */
+	__u16 gil_locked;            /* int locked */
+	__u16 gil_holder;            /* PyThreadState *last_holder */
+};
+
+enum py_gil_in {
+	GIL_UNKNOWN = 0,
+	GIL_IN_RUNTIME = 1,          /* _PyRuntime.ceval.gil (3.8-3.11) */
+	GIL_IN_INTERP = 2,           /* the main interpreter's own _gil (3.12+) */
 };
 
 /* Per-process configuration, key: tgid. Written by the loader. */
@@ -452,6 +463,7 @@ enum stat_idx {
 	STAT_SWITCHES,          /* switch outs of profiled threads (--mode wall|offcpu) */
 	STAT_OFFCPU_WALKS,      /* of those, walked */
 	STAT_OFFCPU_BLOCKS,     /* walked blocks whose time was counted */
+	STAT_NO_GIL,            /* --gil: samples dropped, the thread did not hold the GIL */
 	STAT_NR,
 };
 

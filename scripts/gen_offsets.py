@@ -155,6 +155,17 @@ def field_sources(minor):
     f["unicode_compact_size"] = ("off", "sizeof(PyCompactUnicodeObject)", None, None)
     off("bytes_size", "PyBytesObject", "ob_base.ob_size", 8)
     off("bytes_sval", "PyBytesObject", "ob_sval", None)
+    # the GIL: one per runtime up to 3.11 (_PyRuntime.ceval.gil), one per
+    # interpreter from 3.12 (PyInterpreterState._gil, which ceval.gil points
+    # at unless the interpreter shares the main one's)
+    if minor <= 11:
+        off("gil_state", "_PyRuntimeState", "ceval.gil", None)
+        f["gil_in"] = ("sym", "GIL_IN_RUNTIME")
+    else:
+        off("gil_state", "PyInterpreterState", "_gil", None)
+        f["gil_in"] = ("sym", "GIL_IN_INTERP")
+    off("gil_locked", "struct _gil_runtime_state", "locked", 4)
+    off("gil_holder", "struct _gil_runtime_state", "last_holder", 8)
     return f
 
 

@@ -143,3 +143,54 @@ def test_bad_mode_is_refused_by_every_command(tmp_path):
         assert r.returncode == 2, (cmd, r.returncode, r.stderr)
         assert "idle" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert os.path.exists(os.path.join(WORKLOADS, "wallsplit.py"))
+
+
+@supported_pythons()
+def test_gil_wait_is_one_frame_above_the_python_frame_that_waited(python, tmp_path):
+    out = tmp_path / "gil.json"
+    stacks, _, _ = record_workload(python[0], tmp_path, "gil.py", "3", str(out), hz=499,
+                                   extra=["--mode", "wall"])
+    truth = json.loads(out.read_text())
+    for name in ("spin_a", "spin_b"):
+        mine = [(f, c) for f, c in stacks if name in map(func_name, f)]
+        total = sum(c for _, c in mine)
+        waited = [(f, c) for f, c in mine if "[GIL wait]" in f]
+        share = sum(c for _, c in waited) / max(1, total)
+        t = truth[name]
+        assert t["slept"] - 0.10 <= share <= t["off_cpu"] + 0.10, (name, share, t)
+        # the frame sits right above a Python frame of the thread
+        for f, _ in waited:
+            i = f.index("[GIL wait]")
+            assert i > 0 and f[i - 1].endswith(")") and ".py:" in f[i - 1], f[i - 2:i + 3]
+    # the zlib thread is there too, mostly compressing without the GIL
+    assert any("zlib_worker" in map(func_name, f) for f, _ in stacks)
+
+
+def thread_shares(stacks):
+    tot = {"spin_a": 0, "spin_b": 0, "zlib_worker": 0}
+    for f, c in stacks:
+        names = set(map(func_name, f))
+        for t in tot:
+            if t in names:
+                tot[t] += c
+    return tot, sum(c for _, c in stacks)
+
+
+@supported_pythons()
+def test_gil_keeps_only_the_threads_holding_it(python, tmp_path):
+    """--gil reads each version's GIL (locked, last holder): the spinning
+    threads stay, the zlib thread, compressing with the GIL released, goes."""
+    stacks, _, r = record_workload(python[0], tmp_path, "gil.py", "2",
+                                   str(tmp_path / "gil.json"), hz=499, extra=["--gil"])
+    tot, total = thread_shares(stacks)
+    assert total > 300, (total, r.stderr)
+    assert tot["spin_a"] + tot["spin_b"] >= 0.9 * total, tot
+    assert tot["zlib_worker"] <= 0.05 * total, tot
+    assert "GIL" not in r.stderr, r.stderr  # no "unknown" warning: the layout is known
+
+
+def test_without_gil_the_zlib_thread_is_there(tmp_path):
+    stacks, _, _ = record_workload(newest(), tmp_path, "gil.py", "2",
+                                   str(tmp_path / "gil.json"), hz=499)
+    tot, total = thread_shares(stacks)
+    assert tot["zlib_worker"] >= 0.15 * total, tot

@@ -99,7 +99,8 @@ static void usage(void)
 	       "      --stats              log one line of figures per interval\n"
 	       "      --log FILE           log here instead of stderr\n"
 	       "      --no-kernel          no kernel frames\n"
-	       "      --python-only        Python frames only\n");
+	       "      --python-only        Python frames only\n"
+	       "      --gil                only samples of threads holding the GIL\n");
 }
 
 static int parse_args(struct daemon *d, int argc, char **argv)
@@ -123,6 +124,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "stats", no_argument, NULL, 0 },
 		{ "no-kernel", no_argument, NULL, 0 },
 		{ "python-only", no_argument, NULL, 0 },
+		{ "gil", no_argument, NULL, 0 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -360,13 +362,15 @@ static void on_hup(void *ctx)
 		dlog(DLOG_ERR, "reload: %s; the configuration is unchanged", err);
 		return;
 	}
-	if (c.freq != d->cfg.freq || c.mode != d->cfg.mode || c.no_kernel != d->cfg.no_kernel ||
+	if (c.freq != d->cfg.freq || c.mode != d->cfg.mode || c.gil != d->cfg.gil ||
+	    c.no_kernel != d->cfg.no_kernel ||
 	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
 	    strcmp(c.spool, d->cfg.spool) || !c.push[0] != !d->cfg.push[0]) {
 		dlog(DLOG_WARN, "reload: frequency, mode, frame kinds, log, spool directory and turning "
 		     "--push on or off take a restart; the rest is applied");
 		c.freq = d->cfg.freq;
 		c.mode = d->cfg.mode;
+		c.gil = d->cfg.gil;
 		c.no_kernel = d->cfg.no_kernel;
 		c.python_only = d->cfg.python_only;
 		memcpy(c.log, d->cfg.log, sizeof(c.log));
@@ -420,6 +424,7 @@ int daemon_main(int argc, char **argv)
 	session_install_signals(&h); /* a SIGTERM from now on still ends in a flush */
 	o.freq = d.cfg.freq;
 	o.mode = d.cfg.mode;
+	o.gil_only = d.cfg.gil;
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;
 	/* At a low rate most samples would be the first of their stack since

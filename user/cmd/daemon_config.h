@@ -28,7 +28,7 @@ struct daemon_cfg {
 	uint64_t unwind_bytes;       /* cap on the native unwind tables */
 	char app_env[128];
 	char log[1024];              /* "" stderr */
-	bool stats, no_kernel, python_only;
+	bool stats, no_kernel, python_only, gil;
 };
 
 /* One setting as given on the command line: the long option name and its

@@ -140,6 +140,7 @@ static void usage(FILE *f)
 		"                           (sleeping, blocked, waiting), at the stack it\n"
 		"                           blocked in; wall: both, every thread's wall time\n"
 		"                           (counts in ns; folded in microseconds)\n"
+		"      --gil                only samples of threads holding the GIL\n"
 		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
 		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
@@ -162,13 +163,14 @@ static void usage(FILE *f)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE };
+       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "frequency", required_argument, NULL, 'F' },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
@@ -204,6 +206,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		case 'F':
 			if (cmdline_freq("", optarg, &o->s.freq))
 				return 2;
+			break;
+		case OPT_GIL:
+			o->s.gil_only = true;
 			break;
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))

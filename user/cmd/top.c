@@ -224,7 +224,7 @@ int top_run(struct record_opts *o)
 
 /* ---- the command line ---- */
 
-enum { OPT_ROWS = 256, OPT_MODE };
+enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL };
 
 int top_main(int argc, char **argv)
 {
@@ -233,6 +233,7 @@ int top_main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "gil", no_argument, NULL, OPT_GIL },
 		{ "native", no_argument, NULL, 'n' },
 		{ "rows", required_argument, NULL, OPT_ROWS },
 		{ "help", no_argument, NULL, 'h' },
@@ -261,6 +262,9 @@ int top_main(int argc, char **argv)
 			if (cmdline_mode("top ", optarg, &o.s.mode))
 				return 2;
 			break;
+		case OPT_GIL:
+			o.s.gil_only = true;
+			break;
 		case 'n':
 			o.s.no_native = false;
 			break;
@@ -280,6 +284,7 @@ int top_main(int argc, char **argv)
 			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
 			       "      --mode MODE          cpu (default), wall or offcpu: see\n"
 			       "                           pyperf-bpf --help\n"
+			       "      --gil                only threads holding the GIL\n"
 			       "  -n, --native             native functions too\n"
 			       "      --rows N             rows at most (default: what fits)\n");
 			return 0;

@@ -126,6 +126,9 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
 		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]),
 		c->mode == MODE_CPU ? 0 : 2, native_only * per, unit);
+	if (st[STAT_NO_GIL])
+		fprintf(f, "--gil: %llu samples of threads not holding the GIL left out\n",
+			(unsigned long long)st[STAT_NO_GIL]);
 	if (st[STAT_NATIVE_INCOMPLETE] || st[STAT_NATIVE_TRUNCATED])
 		fprintf(f, "Native stacks cut short: %llu incomplete (code the unwinder could not "
 			"follow; %llu of them pending: taken before the binary's unwind table "

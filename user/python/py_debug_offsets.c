@@ -194,7 +194,8 @@ enum {
 	U_FR_PREVIOUS, U_FR_EXECUTABLE, U_FR_INSTR, U_FR_OWNER,
 	U_CO_FILENAME, U_CO_NAME, U_CO_QUALNAME, U_CO_LINETABLE, U_CO_FIRSTLINENO, U_CO_ADAPTIVE,
 	U_BYTES_SIZE, U_BYTES_SVAL, U_STR_STATE, U_STR_LENGTH, U_STR_ASCII_SIZE,
-	U_OB_SIZE, U_OB_TYPE, U_TUPLE_SIZE, U_LIST_SIZE, U_STR_SIZE, U_NR
+	U_OB_SIZE, U_OB_TYPE, U_TUPLE_SIZE, U_LIST_SIZE, U_STR_SIZE,
+	U_GIL_STATE, U_GIL_LOCKED, U_GIL_HOLDER, U_NR
 };
 
 static const struct {
@@ -227,6 +228,11 @@ static const struct {
 	[U_TUPLE_SIZE] = { "tuple_object.ob_size", 8 },
 	[U_LIST_SIZE] = { "list_object.ob_size", 8 },
 	[U_STR_SIZE] = { "unicode_object.size", 8 },
+	/* the interpreter's own GIL and two of its fields, all three offsets
+	 * into PyInterpreterState (offsetof(PyInterpreterState, _gil.locked)) */
+	[U_GIL_STATE] = { "interpreter_state.gil_runtime_state", 8 },
+	[U_GIL_LOCKED] = { "interpreter_state.gil_runtime_state_locked", 4 },
+	[U_GIL_HOLDER] = { "interpreter_state.gil_runtime_state_holder", 8 },
 };
 
 struct reader {
@@ -526,6 +532,15 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 	o.unicode_compact_size = (__u16)(r.val[U_STR_ASCII_SIZE] + COMPACT_EXTRA);
 	o.bytes_size = (__u16)r.val[U_BYTES_SIZE];
 	o.bytes_sval = (__u16)r.val[U_BYTES_SVAL];
+	/* ours are offsets into struct _gil_runtime_state, as the table's */
+	if (r.val[U_GIL_LOCKED] >= r.val[U_GIL_STATE] && r.val[U_GIL_HOLDER] >= r.val[U_GIL_STATE] &&
+	    r.val[U_GIL_LOCKED] - r.val[U_GIL_STATE] < 256 &&
+	    r.val[U_GIL_HOLDER] - r.val[U_GIL_STATE] < 256) {
+		o.gil_in = GIL_IN_INTERP;
+		o.gil_state = (__u16)r.val[U_GIL_STATE];
+		o.gil_locked = (__u16)(r.val[U_GIL_LOCKED] - r.val[U_GIL_STATE]);
+		o.gil_holder = (__u16)(r.val[U_GIL_HOLDER] - r.val[U_GIL_STATE]);
+	} /* else GIL_UNKNOWN: --gil says so for this process */
 	*out = o;
 	return 0;
 }

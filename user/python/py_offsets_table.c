@@ -55,6 +55,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 72,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_RUNTIME,
+		.gil_state = 1152,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 9, {
 		.runtime_interp_head = 32,
@@ -84,6 +88,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 72,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_RUNTIME,
+		.gil_state = 352,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 10, {
 		.runtime_interp_head = 32,
@@ -113,6 +121,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 72,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_RUNTIME,
+		.gil_state = 352,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 11, {
 		.runtime_interp_head = 40,
@@ -142,6 +154,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 72,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_RUNTIME,
+		.gil_state = 360,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 12, {
 		.runtime_interp_head = 40,
@@ -171,6 +187,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 56,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_INTERP,
+		.gil_state = 1040,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 13, {
 		.runtime_interp_head = 632,
@@ -200,6 +220,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 56,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_INTERP,
+		.gil_state = 7752,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 14, {
 		.runtime_interp_head = 808,
@@ -229,6 +253,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 56,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_INTERP,
+		.gil_state = 7784,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 	{ 3, 15, {
 		.runtime_interp_head = 936,
@@ -258,6 +286,10 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.unicode_compact_size = 56,
 		.bytes_size = 16,
 		.bytes_sval = 32,
+		.gil_in = GIL_IN_INTERP,
+		.gil_state = 7736,
+		.gil_locked = 16,
+		.gil_holder = 8,
 	} },
 };
 

@@ -18,6 +18,7 @@ struct sampler_opts {
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
 	bool native_stacks;          /* unwind native user stacks */
+	bool gil_only;               /* only samples of threads holding the GIL (--gil) */
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 };

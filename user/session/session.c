@@ -125,6 +125,9 @@ static int adopt(struct session *r, const struct pyproc *py)
 {
 	struct proc_info pi;
 
+	if (r->o->gil_only && py->off.gil_in == GIL_UNKNOWN)
+		fprintf(stderr, "pyperf-bpf: pid %d: --gil: where Python %d.%d keeps its GIL is "
+			"unknown; all of its samples are kept\n", py->pid, py->major, py->minor);
 	memset(&pi, 0, sizeof(pi));
 	pi.runtime_addr = py->runtime_addr;
 	pi.gen = ++r->next_gen;
@@ -498,7 +501,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
 					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
-				   .mode = o->mode,
+				   .mode = o->mode, .gil_only = o->gil_only,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };

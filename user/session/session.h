@@ -20,6 +20,7 @@ struct session_opts {
 	double duration;             /* -d seconds, 0: until the command exits or a signal */
 	int freq;                    /* -F */
 	enum pyperf_mode mode;       /* --mode */
+	bool gil_only;               /* --gil */
 	bool verbose;
 	bool no_kernel;              /* --no-kernel or --python-only */
 	bool no_native;              /* --python-only */
