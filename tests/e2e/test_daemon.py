@@ -16,7 +16,7 @@ import urllib.parse
 import pytest
 
 from conftest import PYPERF, ROOT, SUPPORTED, WORKLOADS, run_pyperf
-from pprofread import pprof_raw, pprof_total
+from pprofread import pprof, pprof_raw, pprof_total
 
 STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
 
@@ -363,3 +363,32 @@ def test_journald_lines_carry_a_priority(tmp_path):
         _, err = p.communicate(timeout=60)
     assert p.returncode == 0
     assert all(re.match(r"<[346]>", line) for line in err.splitlines()), err
+
+
+def test_wall_mode_pushes_time(tmp_path):
+    """--mode wall: each upload says its values are nanoseconds (no sample
+    rate), its pprof holds wall/nanoseconds, and the uploads add up to the
+    --stats lines' time; a workload thread that mostly sleeps is there."""
+    rec = Receiver()
+    try:
+        d = Daemon(["-F", "99", "-i", "1", "--mode", "wall", "--push",
+                    f"http://127.0.0.1:{rec.port}", "--spool", str(tmp_path / "spool")], tmp_path)
+        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": "sleepy"})
+        try:
+            assert d.wait_log("stats:", timeout=30, count=3), d.text()
+            rc, err = d.stop()
+            assert rc == 0, err
+        finally:
+            w.kill()
+            w.wait()
+    finally:
+        rec.stop()
+    mine = [(q, body) for _, q, body in rec.uploads if q["name"][0].startswith("sleepy{")]
+    assert mine, [q["name"] for _, q, _ in rec.uploads]
+    for q, _ in mine:
+        assert q["units"] == ["nanoseconds"] and "sampleRate" not in q, q
+    path = tmp_path / "one.pb.gz"
+    path.write_bytes(mine[0][1])
+    assert "wall/nanoseconds" in pprof("-raw", str(path))
+    logged = [int(m.group(1)) for m in re.finditer(r"stats: interval [\d.]+ s, (\d+) ns,", d.text())]
+    assert logged and uploads_total(rec.uploads) == sum(logged) > 0, logged

@@ -229,10 +229,11 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 
 	if (d->spool)
 		spool_get_stats(d->spool, &ss);
-	dlog(DLOG_INFO, "stats: interval %.1f s, %llu samples, %zu processes, %llu dropped "
+	/* counts are samples, or nanoseconds of thread time (--mode wall, offcpu) */
+	dlog(DLOG_INFO, "stats: interval %.1f s, %llu %s, %zu processes, %llu dropped "
 	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
 	     "(%llu bytes), %llu profiles dropped, own CPU %.3f %%, RSS %.1f MB",
-	     secs, (unsigned long long)prof->total, nprocs, (unsigned long long)lost, (size_t)bytes,
+	     secs, (unsigned long long)prof->total, d->cfg.mode == MODE_CPU ? "samples" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
 	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,

@@ -181,7 +181,6 @@ static void classify(struct session *r, int pid)
 static void on_stack(void *ctx, const struct ev_stack *ev)
 {
 	struct session *r = ctx;
-
 	struct raw_stack raw;
 
 	naming_raw_of_event(ev, &raw);
