@@ -132,3 +132,17 @@ def test_top_native_lists_native_functions(tmp_path):
     assert files(plain.stdout), plain.stdout
     assert all(f.endswith(".py") or f.startswith("<") for f in files(plain.stdout)), files(plain.stdout)
     assert any(not (f.endswith(".py") or f.startswith("<")) for f in files(native.stdout)), native.stdout
+
+
+def test_top_wall_mode_shows_the_sleeping_thread(tmp_path):
+    """top --mode wall: time, not samples; the thread that only sleeps and
+    the main thread's sleeper are there, which --mode cpu never shows."""
+    assert SUPPORTED, "no supported CPython"
+    r = run_pyperf(["top", "--mode", "wall", "--", SUPPORTED[-1][0],
+                    os.path.join(WORKLOADS, "wallsplit.py"), "3", str(tmp_path / "t.json")])
+    assert r.returncode == 0, r.stderr
+    blocks = [b for b in r.stdout.split("pyperf-bpf top: ") if "Function" in b]
+    assert len(blocks) >= 2, r.stdout
+    assert "wall mode" in blocks[-1] and "s of thread time" in blocks[-1], blocks[-1][:200]
+    names = " ".join(table_rows(blocks[-1]))
+    assert "only_sleeps" in names and "sleeper" in names, blocks[-1]
