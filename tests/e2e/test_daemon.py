@@ -151,12 +151,14 @@ def uploads_total(uploads):
     return total
 
 
-def test_push_uploads_decode_and_add_up(tmp_path):
+def push_run(tmp_path, args, service):
+    """A daemon pushing to a receiver here, for three intervals of a workload
+    named service; (the uploads, the daemon, the workload)."""
     rec = Receiver()
     try:
         d = Daemon(["-F", "99", "-i", "1", "--push", f"http://127.0.0.1:{rec.port}",
-                    "--spool", str(tmp_path / "spool"), "--python-only"], tmp_path)
-        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": "checkout"})
+                    "--spool", str(tmp_path / "spool")] + args, tmp_path)
+        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": service})
         try:
             assert d.wait_log("stats:", timeout=30, count=3), d.text()
             rc, err = d.stop()
@@ -166,7 +168,11 @@ def test_push_uploads_decode_and_add_up(tmp_path):
             w.wait()
     finally:
         rec.stop()
-    ups = rec.uploads
+    return rec.uploads, d, w
+
+
+def test_push_uploads_decode_and_add_up(tmp_path):
+    ups, d, w = push_run(tmp_path, ["--python-only"], "checkout")
     assert ups and all(p == "/ingest" for p, _, _ in ups)
     q = ups[0][1]
     assert q["format"] == ["pprof"] and q["spyName"] == ["pyperf-bpf"], q
@@ -369,26 +375,13 @@ def test_wall_mode_pushes_time(tmp_path):
     """--mode wall: each upload says its values are nanoseconds (no sample
     rate), its pprof holds wall/nanoseconds, and the uploads add up to the
     --stats lines' time; a workload thread that mostly sleeps is there."""
-    rec = Receiver()
-    try:
-        d = Daemon(["-F", "99", "-i", "1", "--mode", "wall", "--push",
-                    f"http://127.0.0.1:{rec.port}", "--spool", str(tmp_path / "spool")], tmp_path)
-        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": "sleepy"})
-        try:
-            assert d.wait_log("stats:", timeout=30, count=3), d.text()
-            rc, err = d.stop()
-            assert rc == 0, err
-        finally:
-            w.kill()
-            w.wait()
-    finally:
-        rec.stop()
-    mine = [(q, body) for _, q, body in rec.uploads if q["name"][0].startswith("sleepy{")]
-    assert mine, [q["name"] for _, q, _ in rec.uploads]
+    ups, d, _ = push_run(tmp_path, ["--mode", "wall"], "sleepy")
+    mine = [(q, body) for _, q, body in ups if q["name"][0].startswith("sleepy{")]
+    assert mine, [q["name"] for _, q, _ in ups]
     for q, _ in mine:
         assert q["units"] == ["nanoseconds"] and "sampleRate" not in q, q
     path = tmp_path / "one.pb.gz"
     path.write_bytes(mine[0][1])
     assert "wall/nanoseconds" in pprof("-raw", str(path))
     logged = [int(m.group(1)) for m in re.finditer(r"stats: interval [\d.]+ s, (\d+) ns,", d.text())]
-    assert logged and uploads_total(rec.uploads) == sum(logged) > 0, logged
+    assert logged and uploads_total(ups) == sum(logged) > 0, logged

@@ -65,10 +65,31 @@ static void counts_sum_per_stack_thread_and_kernel_stack(void **state)
 	profile_free(&p);
 }
 
+/* name p's unnamed kernel addresses, in address order, with the n names
+ * given (NULL: no symbol); returns how many addresses there were */
+static size_t name_kernel(struct profile *p, size_t n, ...)
+{
+	char **names = calloc(n + 1, sizeof(*names));
+	size_t got;
+	uint64_t *addrs = profile_unnamed_kernel(p, &got);
+	va_list ap;
+
+	va_start(ap, n);
+	for (size_t i = 0; i < n && i < got; i++) {
+		const char *s = va_arg(ap, const char *);
+
+		names[i] = s ? strdup(s) : NULL;
+	}
+	va_end(ap);
+	profile_set_kernel_names(p, addrs, names, got < n ? got : n);
+	free(addrs);
+	free(names);
+	return got;
+}
+
 static void kernel_frames_are_named_after_the_fact(void **state)
 {
 	static const uint64_t k1[] = { 0x30, 0x10 }, k2[] = { 0x20, 0x10, 0x40 };
-	char **names = calloc(4, sizeof(*names));
 	struct profile p;
 	struct psample **v;
 	uint64_t *addrs;
@@ -84,13 +105,9 @@ static void kernel_frames_are_named_after_the_fact(void **state)
 	assert_int_equal(addrs[1], 0x20);
 	assert_int_equal(addrs[2], 0x30);
 	assert_int_equal(addrs[3], 0x40);
-	names[0] = strdup("do_sys");
-	names[1] = strdup("vfs_read");
-	names[2] = strdup("copy_page");
-	/* 0x40: no symbol */
-	profile_set_kernel_names(&p, addrs, names, n);
 	free(addrs);
-	free(names);
+	/* 0x40: no symbol */
+	assert_int_equal(name_kernel(&p, 4, "do_sys", "vfs_read", "copy_page", NULL), 4);
 	v = profile_samples(&p, &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct kstack *ks = v[i]->kstack;
@@ -177,9 +194,7 @@ static void offcpu_stacks_keep_their_kernel_frames(void **state)
 	static const uint64_t kips[] = { 0x100, 0x200, 0x300, 0x400, 0x500 };
 	struct stack_ref ref = { .pid = 10, .gen = 1, .hash = 7 };
 	struct pframe fr[1] = { { &f_a, 0 } };
-	char **names = calloc(5, sizeof(*names));
 	struct psample **v;
-	uint64_t *addrs;
 	size_t n;
 	struct profile p;
 
@@ -188,16 +203,8 @@ static void offcpu_stacks_keep_their_kernel_frames(void **state)
 	assert_int_equal(profile_insert_stack(&p, &ref, STACK_OFFCPU, fr, 1, kips, 5, NULL, 0), 0);
 	profile_add_count(&p, &ref, 100, 1000, NULL, 0);
 	profile_add_count(&p, &ref, 100, 500, NULL, 0);
-	addrs = profile_unnamed_kernel(&p, &n);
-	assert_int_equal(n, 5);
-	names[0] = strdup("bpf_prog_6d3f_on_switch");
-	names[1] = strdup("bpf_trace_run4");
-	names[2] = strdup("__schedule");
-	names[3] = strdup("schedule");
-	names[4] = strdup("do_nanosleep");
-	profile_set_kernel_names(&p, addrs, names, n);
-	free(addrs);
-	free(names);
+	assert_int_equal(name_kernel(&p, 5, "bpf_prog_6d3f_on_switch", "bpf_trace_run4",
+				     "__schedule", "schedule", "do_nanosleep"), 5);
 	v = profile_samples(&p, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0]->count, 1500);
