@@ -119,13 +119,13 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 	free(procs);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "
-		"samples in threads without Python frames %llu (%.*f %s of them in the profile "
+		"samples in threads without Python frames %llu (%.*f%s of them in the profile "
 		"with native stacks)\n",
 		(unsigned long long)lost, (unsigned long long)st[STAT_MAP_FULL],
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
 		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]),
-		c->mode == MODE_CPU ? 0 : 2, native_only * per, unit);
+		c->mode == MODE_CPU ? 0 : 2, native_only * per, c->mode == MODE_CPU ? "" : " s");
 	if (st[STAT_NO_GIL])
 		fprintf(f, "--gil: %llu samples of threads not holding the GIL left out\n",
 			(unsigned long long)st[STAT_NO_GIL]);
