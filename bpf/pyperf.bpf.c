@@ -92,11 +92,13 @@ struct {
 	__type(value, struct tstate_cache);
 } tcache SEC(".maps");
 
-/* tid -> its current block off the CPU (--mode wall|offcpu) */
+/* each thread's current block off the CPU (--mode wall|offcpu): task-local
+ * storage, one pointer away from the task, freed with it (a hash map
+ * lookup on every context switch of the host costs several times more) */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct offcpu_thread);
 } offcpu_threads SEC(".maps");
 
@@ -547,17 +549,23 @@ static long kernel_hash_step(__u32 i, struct kernel_hash *k)
 	return 0;
 }
 
-/* A walked block of thread tid ends: its time off the CPU, divided by the
+/* A walked block of task `task` ends: its time off the CPU, divided by the
  * probability it was walked with, goes to the stack walked. */
-static __always_inline void block_ends(__u32 tid, __u64 now)
+static __always_inline void block_ends(struct task_struct *task)
 {
-	struct offcpu_thread *t = bpf_map_lookup_elem(&offcpu_threads, &tid);
+	struct offcpu_thread *t = bpf_task_storage_get(&offcpu_threads, task, 0, 0);
 	__u32 idx = active & 1;
-	__u64 weight, *v;
+	__u64 weight, *v, now;
 	void *m;
 
-	if (!t || !t->out_ns || now <= t->out_ns)
+	if (!t || !t->out_ns)
 		return;
+	now = bpf_ktime_get_ns(); /* only here and for a walked block: a clock read
+				   * costs much of a switch's budget in a VM */
+	if (now <= t->out_ns) {
+		t->out_ns = 0;
+		return;
+	}
 	weight = (now - t->out_ns) * 65536 / (t->p16 ? t->p16 : 1);
 	t->out_ns = 0;
 	m = bpf_map_lookup_elem(&counts, &idx);
@@ -584,34 +592,37 @@ static __always_inline void block_ends(__u32 tid, __u64 now)
  * more.  So a thread walks about offcpu_walk_hz blocks a second at most,
  * however often it switches, and one that switches less has every block
  * walked. */
-static __always_inline void block_starts(void *ctx, __u64 now)
+static __always_inline void block_starts(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, idx = active & 1, cpu;
-	struct offcpu_thread fresh = {}, *t;
+	struct offcpu_thread *t;
 	struct kernel_hash kh;
 	struct frame_walk w = {};
 	struct proc_info *p;
 	struct scratch *s;
-	__u64 rate, p16;
+	__u64 rate, p16, now;
 	long nk;
 
-	if (!tgid || !is_profiled(tgid))
-		return;
-	p = bpf_map_lookup_elem(&procs, &tgid);
+	/* procs holds profiled processes only: the common case, a thread of
+	 * one, costs one lookup before its own storage */
+	p = tgid ? bpf_map_lookup_elem(&procs, &tgid) : NULL;
 	if (!p) {
-		if (bpf_get_current_task_btf()->mm)
+		if (tgid && is_profiled(tgid) && bpf_get_current_task_btf()->mm)
 			announce_unknown(tgid);
 		return;
 	}
 	stat_inc(STAT_SWITCHES);
-	t = bpf_map_lookup_elem(&offcpu_threads, &tid);
-	if (!t) {
-		bpf_map_update_elem(&offcpu_threads, &tid, &fresh, BPF_ANY);
-		t = bpf_map_lookup_elem(&offcpu_threads, &tid);
-		if (!t)
-			return;
-	}
+	t = bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return;
+	/* the one-second window needs no exact time: a clock read (much of a
+	 * switch's budget in a VM) every 64 switches, or the time of the last
+	 * walk, which a thread that switches seldom has at every switch */
+	if ((t->win_switches & 63) == 0)
+		t->last_ns = bpf_ktime_get_ns();
+	now = t->last_ns;
 	if (now - t->win_ns >= 1000000000ULL) {
 		t->prev_switches = now - t->win_ns < 2000000000ULL ? t->win_switches : 0;
 		t->win_switches = 0;
@@ -645,17 +656,16 @@ static __always_inline void block_starts(void *ctx, __u64 now)
 	if (!count_stack(&w, &t->key, idx, 0))
 		return;
 	t->p16 = (__u32)p16;
-	t->out_ns = now;
+	/* the block starts now, the walk done: it ran on the CPU */
+	t->out_ns = t->last_ns = bpf_ktime_get_ns();
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
-
-	block_ends(next->pid, now);
+	block_ends(next);
 	if (!(prev->flags & PF_EXITING)) /* a thread that ends never comes back */
-		block_starts(ctx, now);
+		block_starts(ctx);
 	return 0;
 }
 

@@ -316,6 +316,7 @@ struct ev_stack {
 struct offcpu_thread {
 	__u64 out_ns;                /* when it left the CPU; 0: not walked */
 	__u64 win_ns;                /* start of the current one-second window */
+	__u64 last_ns;               /* the clock when last read for this thread */
 	__u32 win_switches;          /* switch outs in it so far */
 	__u32 prev_switches;         /* in the window before */
 	__u32 p16;                   /* p in 1/65536 units, 1..65536 */
