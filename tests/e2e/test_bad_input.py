@@ -103,3 +103,31 @@ def test_one_unwritable_output_of_several_leaves_no_file(tmp_path):
     """The writable file of a pair is not created when the other cannot be."""
     r = run_pyperf(["-d", "1", "-o", str(tmp_path / "ok.folded"), "-o", "/nonexistent-dir/x.svg"])
     assert_clean_failure(r, tmp_path, "cannot write /nonexistent-dir/x.svg")
+
+
+def test_outputs_that_are_no_regular_file_are_written_in_place(tmp_path):
+    """-o /dev/null (or a FIFO, a terminal) is written directly: the file
+    written whole and renamed into place would replace the device node with
+    a regular file (it did, as root).  A symbolic link keeps pointing at its
+    target, which gets the profile."""
+    from conftest import SUPPORTED, WORKLOADS
+    assert SUPPORTED, "no supported CPython"
+    cmd = ["--", SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "1",
+           str(tmp_path / "t.json")]
+    before = os.stat("/dev/null")
+    r = run_pyperf(["-f", "folded", "-o", "/dev/null"] + cmd)
+    after = os.stat("/dev/null")
+    assert r.returncode == 0, r.stderr
+    assert (after.st_mode, after.st_rdev) == (before.st_mode, before.st_rdev)
+    fifo = tmp_path / "fifo.folded"
+    os.mkfifo(fifo)
+    target = tmp_path / "real.folded"
+    link = tmp_path / "link.folded"
+    os.symlink(target.name, link)
+    reader = subprocess.Popen(["timeout", "60", "cat", str(fifo)], stdout=subprocess.PIPE)
+    r = run_pyperf(["-o", str(fifo), "-o", str(link)] + cmd)
+    streamed = reader.communicate(timeout=90)[0].decode()
+    assert r.returncode == 0, r.stderr
+    assert os.path.islink(link) and os.readlink(link) == target.name
+    assert "leaf_a" in target.read_text() and streamed == target.read_text()
+    assert sorted(os.listdir(tmp_path)) == ["fifo.folded", "link.folded", "real.folded", "t.json"]

@@ -3,8 +3,11 @@
  * The data goes to a temporary file in the destination's directory, created
  * with mode 0644 and close-on-exec; outfile_commit renames it into place, and
  * outfile_discard removes it.  A reader never sees half a profile, and an
- * error or a crash leaves the previous file (if any) untouched.  A NULL path
- * means stdout, which is only flushed. */
+ * error or a crash leaves the previous file (if any) untouched.  A path that
+ * is a symbolic link gets its target replaced, the link kept.  A path that
+ * exists and is no regular file (/dev/null, a FIFO, a terminal) is written
+ * directly: renaming over it would replace a device node with a file.  A
+ * NULL path means stdout, which is only flushed. */
 #ifndef PYPERF_OUTFILE_H
 #define PYPERF_OUTFILE_H
 
@@ -13,7 +16,9 @@
 
 struct outfile {
 	const char *path;            /* destination, NULL: stdout */
+	char real[PATH_MAX];         /* where the temporary file is renamed to */
 	char tmp[PATH_MAX];          /* the temporary file, "" when none */
+	int direct;                  /* written in place (not a regular file) */
 	FILE *f;
 };
 
