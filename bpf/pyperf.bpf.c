@@ -545,7 +545,10 @@ static long kernel_hash_step(__u32 i, struct kernel_hash *k)
 {
 	if (i >= k->s->ev.nkernel)
 		return 1;
-	k->hash = mix(k->hash, k->s->ev.kernel[i & (PYPERF_KSTACK_DEPTH - 1)]);
+	/* the mask only shows the verifier a bound (the scratch value goes on
+	 * after the array): PYPERF_KSTACK_DEPTH, 127, is no power of two, and
+	 * nkernel is at most 127 (bpf_get_stack filled at most the array) */
+	k->hash = mix(k->hash, k->s->ev.kernel[i & 127]);
 	return 0;
 }
 
