@@ -49,6 +49,11 @@ const volatile __u32 offcpu_walk_hz = 200;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
+/* Bumped by every change of `procs` (here and by the loader): a thread's
+ * off-CPU state remembers the epoch its process was found in procs, and
+ * skips that lookup, a good part of a context switch's cost, until the
+ * next change. */
+__u32 procs_epoch = 1;
 /* counts[i] was found full: new keys are dropped without being announced
  * (which would cost a ring buffer record per sample) until the loader has
  * drained it and clears the flag. */
@@ -607,19 +612,28 @@ static __always_inline void block_starts(void *ctx)
 	__u64 rate, p16, now;
 	long nk;
 
-	/* procs holds profiled processes only: the common case, a thread of
-	 * one, costs one lookup before its own storage */
-	p = tgid ? bpf_map_lookup_elem(&procs, &tgid) : NULL;
-	if (!p) {
-		if (tgid && is_profiled(tgid) && bpf_get_current_task_btf()->mm)
-			announce_unknown(tgid);
-		return;
+	/* a thread found profiled since procs last changed needs no lookup;
+	 * procs holds profiled processes only */
+	t = bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!t || t->epoch != procs_epoch) {
+		__u32 epoch = procs_epoch;
+
+		p = tgid ? bpf_map_lookup_elem(&procs, &tgid) : NULL;
+		if (!p) {
+			if (t)
+				t->epoch = 0;
+			if (tgid && is_profiled(tgid) && bpf_get_current_task_btf()->mm)
+				announce_unknown(tgid);
+			return;
+		}
+		if (!t)
+			t = bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+		t->epoch = epoch;
 	}
 	stat_inc(STAT_SWITCHES);
-	t = bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
-		return;
 	/* the one-second window needs no exact time: a clock read (much of a
 	 * switch's budget in a VM) every 64 switches, or the time of the last
 	 * walk, which a thread that switches seldom has at every switch */
@@ -639,9 +653,10 @@ static __always_inline void block_starts(void *ctx)
 	t->out_ns = 0;
 	if (p16 < 65536 && (bpf_get_prandom_u32() & 0xffff) >= p16)
 		return;
+	p = bpf_map_lookup_elem(&procs, &tgid);
 	cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);
-	if (!s)
+	if (!p || !s)
 		return;
 	stat_inc(STAT_OFFCPU_WALKS);
 	s->ev.nkernel = 0;
@@ -682,7 +697,8 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 
 	if (!is_profiled(tgid))
 		return 0;
-	bpf_map_delete_elem(&procs, &tgid);
+	if (bpf_map_delete_elem(&procs, &tgid) == 0)
+		__sync_fetch_and_add(&procs_epoch, 1);
 	bpf_map_delete_elem(&skip, &tgid);
 	bpf_map_delete_elem(&native_procs, &tgid);
 	send_event(EV_EXEC, tgid);
@@ -698,7 +714,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (child->pid != ctgid)
 		return 0; /* a new thread, not a new process */
-	bpf_map_delete_elem(&procs, &ctgid);
+	if (bpf_map_delete_elem(&procs, &ctgid) == 0)
+		__sync_fetch_and_add(&procs_epoch, 1);
 	bpf_map_delete_elem(&skip, &ctgid);
 	bpf_map_delete_elem(&native_procs, &ctgid);
 	if (filter_targets && bpf_map_lookup_elem(&targets, &ptgid))
@@ -715,7 +732,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	if (bpf_map_lookup_elem(&procs, &tgid))
 		send_event(EV_EXIT, tgid);
-	bpf_map_delete_elem(&procs, &tgid);
+	if (bpf_map_delete_elem(&procs, &tgid) == 0)
+		__sync_fetch_and_add(&procs_epoch, 1);
 	bpf_map_delete_elem(&native_procs, &tgid);
 	/* a dead target's pid may be reused by an unrelated process */
 	bpf_map_delete_elem(&targets, &tgid);

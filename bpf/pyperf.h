@@ -320,7 +320,8 @@ struct offcpu_thread {
 	__u32 win_switches;          /* switch outs in it so far */
 	__u32 prev_switches;         /* in the window before */
 	__u32 p16;                   /* p in 1/65536 units, 1..65536 */
-	__u32 pad;
+	__u32 epoch;                 /* procs_epoch when its process was last found
+				      * in procs; 0: it was not */
 	struct stack_key key;        /* the walked stack */
 };
 

@@ -244,13 +244,18 @@ int sampler_add_target(struct sampler *s, uint32_t pid)
 
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi)
 {
+	int rc;
+
 	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
-	return bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), pi, sizeof(*pi), BPF_ANY);
+	rc = bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), pi, sizeof(*pi), BPF_ANY);
+	__atomic_fetch_add(&s->skel->data->procs_epoch, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 void sampler_forget(struct sampler *s, uint32_t pid)
 {
 	bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0);
+	__atomic_fetch_add(&s->skel->data->procs_epoch, 1, __ATOMIC_SEQ_CST);
 	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
 	bpf_map__delete_elem(s->skel->maps.native_procs, &pid, sizeof(pid), 0);
 }
