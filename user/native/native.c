@@ -946,11 +946,11 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 
 void native_proc_forget(struct native *n, int pid)
 {
-	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
+	struct nproc *np = hmap_del(&n->procs, &pid, sizeof(pid));
 
-	if (np) { /* hmap has no delete: empty it */
+	if (np) {
 		release(n, np);
-		free_jit(np);
+		free_proc(np);
 	}
 }
 

@@ -141,9 +141,9 @@ void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
 	memcpy(name, comm, strnlen(comm, PYPERF_COMM_LEN));
 }
 
-static struct pstack *find_stack(const struct profile *p, const struct stack_ref *ref)
+/* ref's stack in its process's entry pp (may be NULL) */
+static struct pstack *find_stack(const struct pproc *pp, const struct stack_ref *ref)
 {
-	const struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
 	struct stack_id id = { .hash = ref->hash, .gen = ref->gen };
 
 	return pp ? hmap_get(&pp->stacks, &id, sizeof(id)) : NULL;
@@ -157,7 +157,7 @@ static bool same_ident(const struct pstack *st, uint32_t flags, const void *iden
 bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uint32_t flags,
 		       const void *ident, size_t nident)
 {
-	const struct pstack *st = find_stack(p, ref);
+	const struct pstack *st = find_stack(hmap_get(&p->procs, &ref->pid, sizeof(ref->pid)), ref);
 
 	return st && same_ident(st, flags, ident, nident);
 }
@@ -299,7 +299,7 @@ void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t 
 		       uint64_t count, const uint64_t *kips, unsigned nk)
 {
 	struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
-	struct pstack *st = find_stack(p, ref);
+	struct pstack *st = find_stack(pp, ref);
 	struct sample_key sk;
 	struct psample *s;
 	bool offcpu = false;
@@ -395,20 +395,9 @@ void profile_reset_counts(struct profile *p)
 int profile_forget_proc(struct profile *p, int pid)
 {
 	struct pproc *pp = hmap_get(&p->procs, &pid, sizeof(pid));
-	struct hmap keep = { 0 };
-	int rc = 0;
 
 	if (!pp || pp->samples)
 		return -1; /* samples point at its stacks */
-	hmap_for_each(&p->procs, s) {
-		struct pproc *pp = s->val;
-
-		if (pp->pid == pid)
-			free_proc(pp);
-		else if (hmap_put(&keep, &pp->pid, sizeof(pp->pid), pp))
-			rc = -1;
-	}
-	hmap_free(&p->procs, NULL);
-	p->procs = keep;
-	return rc;
+	free_proc(hmap_del(&p->procs, &pid, sizeof(pid)));
+	return 0;
 }
