@@ -146,3 +146,21 @@ def test_top_wall_mode_shows_the_sleeping_thread(tmp_path):
     assert "wall mode" in blocks[-1] and "s of thread time" in blocks[-1], blocks[-1][:200]
     names = " ".join(table_rows(blocks[-1]))
     assert "only_sleeps" in names and "sleeper" in names, blocks[-1]
+
+
+def test_top_gil_leaves_out_the_thread_without_it(tmp_path):
+    """top --gil: the spinning threads that hold the GIL lead; the zlib
+    thread, compressing with the GIL released, is (nearly) gone."""
+    assert SUPPORTED, "no supported CPython"
+    r = run_pyperf(["top", "--gil", "--", SUPPORTED[-1][0], os.path.join(WORKLOADS, "gil.py"),
+                    "3", str(tmp_path / "g.json")])
+    assert r.returncode == 0, r.stderr
+    blocks = [b for b in r.stdout.split("pyperf-bpf top: ") if "Function" in b]
+    assert len(blocks) >= 2, r.stdout
+    totals = {}
+    for line in table_rows(blocks[-1]):
+        m = re.match(r"\s+[\d.]+%\s+([\d.]+)%.*\s(\S+) \(", line)
+        if m:
+            totals[m.group(2)] = float(m.group(1))
+    assert totals.get("spin_a", 0) + totals.get("spin_b", 0) > 80, blocks[-1]
+    assert totals.get("zlib_worker", 0) < 10, blocks[-1]
