@@ -46,6 +46,8 @@ const volatile __u64 cpu_weight = 1;
 const volatile bool gil_only = false;
 /* --mode wall|offcpu: blocks walked per second per thread, about (on_switch) */
 const volatile __u32 offcpu_walk_hz = 200;
+/* --async: note the asyncio task each sample's thread runs */
+const volatile bool async_stacks = false;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -466,9 +468,25 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
 	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
 	py_code_span(&p->off, &w->code_lo, &w->code_len);
 	s->ev.nframes = 0;
+	w->anchor_frame = 0;
+	w->anchor_n = 0;
+	w->seg_closed = false;
 	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, w, 0);
 	if (w->frame && !(w->flags & STACK_BAD_READ))
 		w->flags |= STACK_TRUNCATED;
+	s->ev.task = s->ev.task_name = 0;
+	s->ev.anchor = 0;
+	if (async_stacks && w->anchor_n && p->off.gen_iframe != PYPERF_NO_OFFSET) {
+		/* the coroutine object holds its frame inline */
+		s->ev.task = running_task(p, tstate, w->anchor_frame - p->off.gen_iframe);
+		/* with no task found the anchor still tells the loader that
+		 * coroutines run here (it then looks for asyncio) */
+		s->ev.anchor = w->anchor_n;
+		if (s->ev.task) {
+			s->ev.task_name = read_ptr(s->ev.task + p->async.task_name);
+			w->hash = mix(mix(mix(w->hash, s->ev.task), s->ev.task_name), w->anchor_n);
+		}
+	}
 	if (w->flags & STACK_TRUNCATED)
 		stat_inc(STAT_TRUNCATED);
 	if (w->flags & STACK_BAD_READ)

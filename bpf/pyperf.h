@@ -90,6 +90,10 @@ struct py_offsets {
 	__u16 gil_state;             /* its offset there */
 	__u16 gil_locked;            /* int locked */
 	__u16 gil_holder;            /* PyThreadState *last_holder */
+	/* asyncio (--async, 3.12+) */
+	__u16 interp_modules;        /* PyInterpreterState.imports.modules (sys.modules) */
+	__u16 gen_iframe;            /* PyGenObject.gi_iframe: a generator's or
+				      * coroutine's own frame, inside the object (3.11+) */
 };
 
 enum py_gil_in {
@@ -98,12 +102,26 @@ enum py_gil_in {
 	GIL_IN_INTERP = 2,           /* the main interpreter's own _gil (3.12+) */
 };
 
+/* How the sampler finds the asyncio task a thread is running (--async),
+ * per process: the loader fills it once the process has imported asyncio
+ * (python/pyasync.c); task_coro 0: not (yet). */
+struct py_async {
+	__u64 current_tasks;         /* 3.12/3.13: the _asyncio module's dict
+				      * {event loop: running task} */
+	__u16 tstate_task;           /* 3.14+: the thread state's asyncio_running_task;
+				      * PYPERF_NO_OFFSET on 3.12/3.13 */
+	__u16 task_coro;             /* TaskObj.task_coro */
+	__u16 task_name;             /* TaskObj.task_name */
+	__u16 dict_keys;             /* PyDictObject.ma_keys (3.12/3.13) */
+};
+
 /* Per-process configuration, key: tgid. Written by the loader. */
 struct proc_info {
 	__u64 runtime_addr;          /* &_PyRuntime in the target */
 	__u32 gen;                   /* loader's id for this process image (pid reuse, exec) */
 	__u32 pad;
 	struct py_offsets off;
+	struct py_async async;
 };
 
 /* One Python frame as the sampler sees it: compact, names come later. */
@@ -148,6 +166,10 @@ static inline int py_frame_is_shim(const struct py_offsets *o, __u8 owner)
 	return o->frame_owner != PYPERF_NO_OFFSET && o->owner_shim != 0xff &&
 	       owner >= o->owner_shim;
 }
+
+/* The owner of a generator's or coroutine's frame, which lives inside the
+ * generator object (FRAME_OWNED_BY_GENERATOR, the same 3.11 to 3.15). */
+#define PY_OWNED_BY_GENERATOR 1
 
 /* The rest of one step of the frame walk, the same for the BPF program
  * (python_walk.bpf.h) and for dump's walk from user space (pywalk.c). */
@@ -286,6 +308,14 @@ struct ev_stack {
 	__u32 flags;
 	__u32 nnative;
 	__u32 nkernel;               /* kernel frames of an off-CPU stack (STACK_OFFCPU) */
+	/* --async: the asyncio task the thread was running (its TaskObj, and
+	 * the task's name object, for identity), 0: none; anchor: frames[0..
+	 * anchor) are the task's coroutine frames and what they called, the
+	 * last of them the task's own coroutine; 0: no coroutine was running */
+	__u64 task;
+	__u64 task_name;
+	__u32 anchor;
+	__u32 pad2;
 	char comm[PYPERF_COMM_LEN];  /* thread name */
 	/* native user frames, leaf first: return addresses, except the leaf's,
 	 * which is the start of its unwind row (so samples anywhere in one

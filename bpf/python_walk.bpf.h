@@ -67,6 +67,12 @@ struct frame_walk {
 	__u32 read_len;          /* bytes of a frame to read */
 	__u32 win_size;          /* bytes to read below a frame (3.11+ frames are stacked) */
 	__u16 code_lo, code_len; /* span of a code object holding the check fields */
+	/* --async: the leaf-side run of frames up to the first shim, and the
+	 * outermost coroutine frame in it (the running task's own coroutine) */
+	__u64 anchor_frame;
+	__u32 anchor_n;          /* frames up to and including it; 0: none */
+	bool seg_closed;         /* a shim was passed: later frames are the
+				  * event loop's, not the task's */
 };
 
 static __always_inline __u64 mix(__u64 h, __u64 v)
@@ -144,13 +150,13 @@ static __always_inline __u8 *frame_bytes(struct frame_walk *w)
 static long frame_step(__u32 i, struct frame_walk *w)
 {
 	const struct py_offsets *o = w->o;
-	__u8 *buf;
-	__u64 code;
+	__u8 *buf, owner;
+	__u64 code, at = w->frame;
 	__u32 instr, n = w->s->ev.nframes; /* in the map value: untracked, so
 						* the verifier need not unroll the loop */
 	struct py_frame *f;
 
-	if (!w->frame)
+	if (!at)
 		return 1;
 	if (n >= PYPERF_MAX_FRAMES) {
 		w->flags |= STACK_TRUNCATED;
@@ -163,9 +169,12 @@ static long frame_step(__u32 i, struct frame_walk *w)
 	}
 	code = py_frame_code(o, buf_u64(buf, o->frame_code));
 	w->frame = buf_u64(buf, o->frame_back);
-	if (py_frame_is_shim(o, buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)])) {
+	owner = buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)];
+	if (py_frame_is_shim(o, owner)) {
 		/* an entry shim (3.12+): not Python code, but the frame above it
 		 * is the first one of an eval-loop call */
+		if (n > 0)
+			w->seg_closed = true;
 		if (n > 0 && n <= PYPERF_MAX_FRAMES) {
 			w->s->ev.frames[(n - 1) & (PYPERF_MAX_FRAMES - 1)].instr |= PY_FRAME_ENTRY;
 			w->hash = mix(w->hash, n);
@@ -176,12 +185,62 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		return 0;
 	instr = py_frame_instr(o, buf_u64(buf, o->frame_instr), code) |
 		py_frame_entry(o, buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)]);
+	if (async_stacks && !w->seg_closed && owner == PY_OWNED_BY_GENERATOR &&
+	    o->frame_owner != PYPERF_NO_OFFSET) {
+		w->anchor_frame = at;
+		w->anchor_n = n + 1;
+	}
 	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
 	f->code = code;
 	f->instr = instr;
 	w->hash = mix(mix(w->hash, code), instr);
 	w->s->ev.nframes = n + 1;
 	return 0;
+}
+
+/* ---- the running asyncio task (--async) ---- */
+
+/* 3.12/3.13: the entry of the _asyncio module's current_tasks dict ({event
+ * loop: task}, general keys: hash, key, value) whose task runs coroutine
+ * coro; a loop per thread, so a few entries at most */
+static __always_inline __u64 task_in_dict(const struct py_async *a, __u64 coro)
+{
+	__u64 keys = read_ptr(a->current_tasks + a->dict_keys), entries, e[3];
+	__u8 hdr[32];
+
+	if (!keys || bpf_probe_read_user(hdr, sizeof(hdr), (void *)keys))
+		return 0;
+	/* PyDictKeysObject: dk_log2_index_bytes at 9, dk_kind at 10 (0:
+	 * general), dk_nentries at 24, the index then the entries from 32 */
+	if (hdr[10] != 0 || hdr[9] > 16)
+		return 0;
+	entries = keys + 32 + (1ULL << hdr[9]);
+	for (int i = 0; i < 8; i++) {
+		if (i >= *(__s64 *)(hdr + 24))
+			break;
+		if (bpf_probe_read_user(e, sizeof(e), (void *)(entries + 24 * i)))
+			break;
+		if (e[2] && read_ptr(e[2] + a->task_coro) == coro)
+			return e[2];
+	}
+	return 0;
+}
+
+/* The task running coroutine object coro in thread tstate, or 0.  3.14+
+ * keeps it in the thread state; 3.12/3.13 in the module's dict.  Either
+ * way it must run coro, the coroutine found on the stack. */
+static __always_inline __u64 running_task(const struct proc_info *p, __u64 tstate, __u64 coro)
+{
+	const struct py_async *a = &p->async;
+	__u64 t;
+
+	if (!a->task_coro || !coro)
+		return 0;
+	if (a->tstate_task != PYPERF_NO_OFFSET) {
+		t = tstate ? read_ptr(tstate + a->tstate_task) : 0;
+		return t && read_ptr(t + a->task_coro) == coro ? t : 0;
+	}
+	return a->current_tasks ? task_in_dict(a, coro) : 0;
 }
 
 /* first Python frame of the thread, or 0 */

@@ -141,6 +141,8 @@ static void usage(FILE *f)
 		"                           blocked in; wall: both, every thread's wall time\n"
 		"                           (counts in ns; folded in microseconds)\n"
 		"      --gil                only samples of threads holding the GIL\n"
+		"      --async              asyncio (CPython 3.12+): a task's frames under\n"
+		"                           <task NAME> frames of it and the tasks awaiting it\n"
 		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
 		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
@@ -163,7 +165,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL };
+       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -171,6 +173,7 @@ static const struct option long_opts[] = {
 	{ "frequency", required_argument, NULL, 'F' },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
@@ -209,6 +212,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_GIL:
 			o->s.gil_only = true;
+			break;
+		case OPT_ASYNC:
+			o->s.async_stacks = true;
 			break;
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))

@@ -224,7 +224,7 @@ int top_run(struct record_opts *o)
 
 /* ---- the command line ---- */
 
-enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL };
+enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL, OPT_ASYNC };
 
 int top_main(int argc, char **argv)
 {
@@ -234,6 +234,7 @@ int top_main(int argc, char **argv)
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "gil", no_argument, NULL, OPT_GIL },
+		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "native", no_argument, NULL, 'n' },
 		{ "rows", required_argument, NULL, OPT_ROWS },
 		{ "help", no_argument, NULL, 'h' },
@@ -265,6 +266,9 @@ int top_main(int argc, char **argv)
 		case OPT_GIL:
 			o.s.gil_only = true;
 			break;
+		case OPT_ASYNC:
+			o.s.async_stacks = true;
+			break;
 		case 'n':
 			o.s.no_native = false;
 			break;
@@ -285,6 +289,8 @@ int top_main(int argc, char **argv)
 			       "      --mode MODE          cpu (default), wall or offcpu: see\n"
 			       "                           pyperf-bpf --help\n"
 			       "      --gil                only threads holding the GIL\n"
+			       "      --async              asyncio tasks: a task's frames under <task NAME>\n"
+			       "                           frames of it and the tasks awaiting it\n"
 			       "  -n, --native             native functions too\n"
 			       "      --rows N             rows at most (default: what fits)\n");
 			return 0;

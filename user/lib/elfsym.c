@@ -507,3 +507,43 @@ int elf_read_build_id(const char *path, char *hex, size_t len)
 	elf_file_close(&f);
 	return rc == 0 ? 0 : -1;
 }
+
+/* ---- a section's bytes ----------------------------------------------- */
+
+int elf_read_section(const char *path, const char *name, void *buf, size_t len,
+		     size_t *got, char *err, size_t errlen)
+{
+	struct elf_file f;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int rc = 1;
+
+	*got = 0;
+	if (elf_file_open(&f, path, err, errlen))
+		return -1;
+	if (elf_getshdrstrndx(f.elf, &shstrndx)) {
+		set_err(err, errlen, "%s: no section names: %s", path, elf_errmsg(-1));
+		elf_file_close(&f);
+		return -1;
+	}
+	while ((scn = elf_nextscn(f.elf, scn))) {
+		GElf_Shdr sh;
+		const char *sn;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || !(sn = elf_strptr(f.elf, shstrndx, sh.sh_name)) ||
+		    strcmp(sn, name))
+			continue;
+		rc = 0;
+		if (sh.sh_type == SHT_NOBITS)
+			break;  /* a debug file's copy: the bytes are not here */
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf) {
+			*got = d->d_size < len ? d->d_size : len;
+			memcpy(buf, d->d_buf, *got);
+		}
+		break;
+	}
+	elf_file_close(&f);
+	return rc;
+}

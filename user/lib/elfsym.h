@@ -42,4 +42,11 @@ int elf_load_bias(const char *path, const struct proc_maps *maps,
  * file can't be read as ELF, has no build-id, or `len` is too small. */
 int elf_read_build_id(const char *path, char *hex, size_t len);
 
+/* The first len bytes of section `name` (e.g. ".AsyncioDebug") of the ELF
+ * file at `path` into buf, *got of them (0 where the section holds none).
+ * 0: found; 1: the file has no such section; -1 with a message: the file
+ * cannot be read as ELF. */
+int elf_read_section(const char *path, const char *name, void *buf, size_t len,
+		     size_t *got, char *err, size_t errlen);
+
 #endif

@@ -399,6 +399,16 @@ static int read_used(struct reader *r)
 	return 0;
 }
 
+/* a field we can do without: its value when the layout has it, fits the u16
+ * table and is 8-aligned, else PYPERF_NO_OFFSET */
+static __u16 optional_offset(const struct reader *r, const char *name)
+{
+	size_t at = word_offset(r->lay, name);
+	uint64_t v = at ? rd_u64(r->buf + at) : PYPERF_NO_OFFSET;
+
+	return v < PYPERF_NO_OFFSET && v % 8 == 0 ? (__u16)v : PYPERF_NO_OFFSET;
+}
+
 /* values that different sections must agree on */
 static int check_consistency(const struct reader *r)
 {
@@ -541,6 +551,11 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 		o.gil_locked = (__u16)(r.val[U_GIL_LOCKED] - r.val[U_GIL_STATE]);
 		o.gil_holder = (__u16)(r.val[U_GIL_HOLDER] - r.val[U_GIL_STATE]);
 	} /* else GIL_UNKNOWN: --gil says so for this process */
+	/* asyncio's two (--async): optional, a value we cannot use only turns
+	 * async stacks off (3.13 publishes no gen_object section; pyproc.c
+	 * takes the headers' value then) */
+	o.interp_modules = optional_offset(&r, "interpreter_state.imports_modules");
+	o.gen_iframe = optional_offset(&r, "gen_object.gi_iframe");
 	*out = o;
 	return 0;
 }

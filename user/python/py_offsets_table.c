@@ -59,6 +59,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 1152,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = PYPERF_NO_OFFSET,
+		.gen_iframe = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 9, {
 		.runtime_interp_head = 32,
@@ -92,6 +94,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 352,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = PYPERF_NO_OFFSET,
+		.gen_iframe = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 10, {
 		.runtime_interp_head = 32,
@@ -125,6 +129,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 352,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = PYPERF_NO_OFFSET,
+		.gen_iframe = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 11, {
 		.runtime_interp_head = 40,
@@ -158,6 +164,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 360,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = PYPERF_NO_OFFSET,
+		.gen_iframe = 80,
 	} },
 	{ 3, 12, {
 		.runtime_interp_head = 40,
@@ -191,6 +199,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 1040,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = 944,
+		.gen_iframe = 72,
 	} },
 	{ 3, 13, {
 		.runtime_interp_head = 632,
@@ -224,6 +234,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 7752,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = 7656,
+		.gen_iframe = 72,
 	} },
 	{ 3, 14, {
 		.runtime_interp_head = 808,
@@ -257,6 +269,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 7784,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = 7688,
+		.gen_iframe = 72,
 	} },
 	{ 3, 15, {
 		.runtime_interp_head = 936,
@@ -290,6 +304,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_state = 7736,
 		.gil_locked = 16,
 		.gil_holder = 8,
+		.interp_modules = 7592,
+		.gen_iframe = 72,
 	} },
 };
 

@@ -6,15 +6,27 @@
 #include "merge.h"
 #include "native.h"
 #include "profile.h"
+#include "pyasync.h"
 #include "pyread.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct py_image {
 	struct py_offsets off;
 	uint32_t gen;
+	struct pyasync *async;       /* --async, once asyncio was found; NULL: none */
 };
+
+static void image_free(void *v)
+{
+	struct py_image *im = v;
+
+	if (im)
+		free(im->async);
+	free(im);
+}
 
 void naming_init(struct naming *n, struct native *nat)
 {
@@ -24,7 +36,7 @@ void naming_init(struct naming *n, struct native *nat)
 
 void naming_free(struct naming *n)
 {
-	hmap_free(&n->python, free);
+	hmap_free(&n->python, image_free);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -52,6 +64,8 @@ int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *
 	}
 	im->off = py->off;
 	im->gen = gen;
+	free(im->async); /* a new image: its asyncio is found afresh */
+	im->async = NULL;
 	describe(p, py->pid);
 	pp = profile_proc(p, py->pid);
 	if (!pp)
@@ -68,7 +82,86 @@ bool naming_is_python(const struct naming *n, int pid)
 
 void naming_forget(struct naming *n, int pid)
 {
-	free(hmap_del(&n->python, &pid, sizeof(pid)));
+	image_free(hmap_del(&n->python, &pid, sizeof(pid)));
+}
+
+int naming_set_async(struct naming *n, int pid, uint32_t gen, const struct pyasync *a)
+{
+	struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
+
+	if (!im || im->gen != gen)
+		return 0;
+	if (!im->async && !(im->async = malloc(sizeof(*im->async))))
+		return -1;
+	*im->async = *a;
+	return 0;
+}
+
+/* The "<task NAME>" frame, one func per name and process. */
+static struct func *task_func(struct profile *p, int pid, uint32_t gen, const char *name)
+{
+	char text[PYASYNC_NAME_MAX + 16];
+	struct code_ref c = { .check = 0x7a5c7a5cu, .gen = gen };
+	struct func *fn;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	snprintf(text, sizeof(text), "<task %s>", name);
+	for (const char *q = text; *q; q++)
+		h = (h ^ (uint8_t)*q) * 0x100000001b3ULL;
+	c.addr = h | 1; /* odd: never a code object's address */
+	fn = profile_code(p, pid, &c);
+	if (fn)
+		return fn;
+	fn = calloc(1, sizeof(*fn));
+	if (!fn || !(fn->name = strdup(text)) || !(fn->file = strdup(""))) {
+		if (fn)
+			func_free(fn);
+		return NULL;
+	}
+	fn->kind = FN_MARK;
+	return profile_keep_func(p, pid, fn, &c) ? NULL : fn;
+}
+
+/* The task frames of task and the tasks awaiting it, leaf first, into out
+ * (room for PYASYNC_MAX_CHAIN); how many, -1: out of memory. */
+static int task_chain(struct profile *p, const struct pyasync *a, int pid, uint32_t gen,
+		      uint64_t task, struct pframe *out)
+{
+	uint64_t seen[PYASYNC_MAX_CHAIN];
+	char name[PYASYNC_NAME_MAX];
+	int n = 0;
+
+	while (task && n < PYASYNC_MAX_CHAIN) {
+		for (int i = 0; i < n; i++)
+			if (seen[i] == task)
+				return n; /* a cycle: memory changed under us */
+		if (!pyasync_task_name(pid, a, task, name, sizeof(name)))
+			snprintf(name, sizeof(name), "? 0x%llx", (unsigned long long)task);
+		out[n].fn = task_func(p, pid, gen, name);
+		out[n].instr = UINT32_MAX;
+		if (!out[n].fn)
+			return -1;
+		seen[n++] = task;
+		task = pyasync_awaiter(pid, a, task);
+	}
+	return n;
+}
+
+/* With the frames cut at the task's coroutine (py[0..np)), the native
+ * frames that belong to them: up to the eval-loop frame running the
+ * coroutine's segment; nn when the walk did not reach it. */
+static uint32_t native_of_task(const uint8_t *entry, uint32_t np,
+			       const struct func *const *nat, uint32_t nn)
+{
+	uint32_t segs = 0, evals = 0;
+
+	for (uint32_t i = 0; i < np; i++)
+		if (entry[i] || i == np - 1)
+			segs++;
+	for (uint32_t i = 0; i < nn; i++)
+		if (nat[i] && nat[i]->kind == FN_EVAL && ++evals == segs)
+			return i + 1;
+	return nn;
 }
 
 /* the function of Python frame f of image gen, read once */
@@ -105,6 +198,9 @@ void naming_raw_of_event(const struct ev_stack *ev, struct raw_stack *out)
 	out->nnative = ev->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : ev->nnative;
 	out->kernel = ev->kernel;
 	out->nkernel = ev->nkernel > PYPERF_KSTACK_DEPTH ? PYPERF_KSTACK_DEPTH : ev->nkernel;
+	out->task = ev->task;
+	out->task_name = ev->task_name;
+	out->anchor = ev->anchor;
 }
 
 int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack *s)
@@ -112,9 +208,10 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	/* what the stack is named from: its Python frames, its native ones,
 	 * its kernel ones (off-CPU stacks) */
 	static uint8_t ident[sizeof(struct py_frame) * PYPERF_MAX_FRAMES +
-			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH)];
-	static struct pframe frames[PYPERF_MAX_FRAMES];
-	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 2];
+			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH + 2)];
+	static struct pframe frames[PYPERF_MAX_FRAMES + PYASYNC_MAX_CHAIN];
+	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 2 + PYASYNC_MAX_CHAIN];
+	static struct pframe tasks[PYASYNC_MAX_CHAIN];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
 	static const struct func *nat[PYPERF_MAX_NATIVE];
 	struct stack_ref ref = { .pid = (uint32_t)s->pid, .gen = s->gen, .hash = s->hash };
@@ -126,6 +223,8 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	/* a thread that ran no Python code: its native and kernel stack only */
 	uint32_t flags = s->flags | (np ? 0 : STACK_NO_PYTHON);
 	struct pproc *pp = profile_proc(p, s->pid);
+	const struct py_image *im = hmap_get(&n->python, &s->pid, sizeof(s->pid));
+	int nt = 0;
 
 	if (!pp)
 		return -1;
@@ -136,8 +235,20 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	memcpy(ident + pybytes, s->native, natbytes);
 	if (nk)
 		memcpy(ident + pybytes + natbytes, s->kernel, nk * sizeof(*s->kernel));
+	if (s->task) {
+		memcpy(ident + nident, &s->task, 8);
+		memcpy(ident + nident + 8, &s->task_name, 8);
+		nident += 16;
+	}
 	if (profile_has_stack(p, &ref, flags, ident, nident))
 		return 0;
+	/* --async: the task's frames only, under its task and those awaiting it */
+	if (s->task && s->anchor && s->anchor <= np && im && im->async && im->gen == s->gen) {
+		nt = task_chain(p, im->async, s->pid, s->gen, s->task, tasks);
+		if (nt < 0)
+			return -1;
+		np = s->anchor;
+	}
 	for (uint32_t i = 0; i < np; i++) {
 		uint32_t instr = PY_FRAME_INSTR(s->py[i].instr);
 
@@ -148,13 +259,20 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		if (!frames[i].fn)
 			return -1;
 	}
-	if (!(flags & STACK_NATIVE) || !n->nat)
+	if (!(flags & STACK_NATIVE) || !n->nat) {
+		for (int i = 0; i < nt; i++)
+			frames[np++] = tasks[i];
 		return profile_insert_stack(p, &ref, flags, frames, np, (const uint64_t *)s->kernel,
 					    nk, ident, nident);
+	}
 	for (uint32_t i = 0; i < nn; i++)
 		nat[i] = native_func(n->nat, s->pid, s->native[i], i == 0);
+	if (nt)
+		nn = native_of_task(entry, np, nat, nn);
 	np = merge_frames(frames, entry, np, nat, nn, flags, merged);
 	np = merge_mark_gil(merged, np);
+	for (int i = 0; i < nt; i++)
+		merged[np++] = tasks[i];
 	return profile_insert_stack(p, &ref, flags, merged, np, (const uint64_t *)s->kernel, nk,
 				    ident, nident);
 }

@@ -17,6 +17,7 @@
 
 struct native;
 struct profile;
+struct pyasync;
 
 /* One stack of one thread as it was walked, leaf first. */
 struct raw_stack {
@@ -31,6 +32,8 @@ struct raw_stack {
 	uint32_t nnative;
 	const __u64 *kernel;         /* an off-CPU stack's kernel frames (STACK_OFFCPU) */
 	uint32_t nkernel;
+	uint64_t task, task_name;    /* --async: the running task, its name object; 0: none */
+	uint32_t anchor;             /* py[0..anchor) are the task's own frames */
 };
 
 struct naming {
@@ -45,6 +48,10 @@ void naming_free(struct naming *n);
  * with py's offsets, and the profile's process entry gets its new names. */
 int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *py, uint32_t gen);
 bool naming_is_python(const struct naming *n, int pid);
+/* pid's image gen runs asyncio as a describes (copied): stacks that ran a
+ * task are named as the task's frames under <task NAME> frames of the task
+ * and of those awaiting it.  -1: out of memory. */
+int naming_set_async(struct naming *n, int pid, uint32_t gen, const struct pyasync *a);
 /* pid exited. */
 void naming_forget(struct naming *n, int pid);
 /* Name s and record it in p under (pid, gen, hash); a key already known with

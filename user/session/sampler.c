@@ -198,6 +198,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
 	s->skel->rodata->native_stacks = o->native_stacks;
 	s->skel->rodata->gil_only = o->gil_only;
+	s->skel->rodata->async_stacks = o->async_stacks;
 	s->mode = o->mode;
 	if (o->mode == MODE_WALL)
 		s->skel->rodata->cpu_weight = 1000000000ull / (unsigned)o->freq;

@@ -19,6 +19,7 @@ struct sampler_opts {
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
 	bool native_stacks;          /* unwind native user stacks */
 	bool gil_only;               /* only samples of threads holding the GIL (--gil) */
+	bool async_stacks;           /* note each sample's asyncio task (--async) */
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 };

@@ -21,6 +21,7 @@
 #include "naming.h"
 #include "native.h"
 #include "profile.h"
+#include "pyasync.h"
 #include "pyproc.h"
 #include "sampler.h"
 
@@ -60,6 +61,18 @@ struct pid_state {
 	bool warned;
 };
 
+/* --async: a CPython 3.12+ process whose asyncio is looked for (once its
+ * stacks show coroutines, then every ASYNC_RETRY_NS until found) */
+struct async_try {
+	struct pyproc py;
+	struct proc_info pi;         /* as the sampler has it */
+	uint64_t next_ns;
+	bool wanted;                 /* its stacks showed coroutines */
+	bool done;                   /* found, or refused (said once) */
+};
+
+#define ASYNC_RETRY_NS (100ull * 1000 * 1000)
+
 struct session {
 	const struct session_opts *o;
 	const struct session_hooks *h;
@@ -68,6 +81,7 @@ struct session {
 	struct naming names;         /* names the stacks the sampler announces */
 	bool nat_on;                 /* native frames are taken (nat is set up) */
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
+	struct hmap asyncs;          /* pid -> struct async_try * (--async) */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
@@ -121,6 +135,79 @@ static void update_native(struct session *r, int pid)
 	}
 }
 
+static void async_forget(struct session *r, int pid)
+{
+	free(hmap_del(&r->asyncs, &pid, sizeof(pid)));
+}
+
+static void async_adopt(struct session *r, const struct pyproc *py, const struct proc_info *pi)
+{
+	struct async_try *at;
+
+	async_forget(r, py->pid);
+	if (py->major == 3 && py->minor < 12) {
+		fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks are read from CPython "
+			"3.12 on, this is %d.%d: its stacks are shown without tasks\n", py->pid,
+			py->major, py->minor);
+		return;
+	}
+	at = calloc(1, sizeof(*at));
+	if (!at || hmap_put(&r->asyncs, &py->pid, sizeof(py->pid), at)) {
+		free(at);
+		return;
+	}
+	at->py = *py;
+	at->pi = *pi;
+}
+
+/* a stack of pid ran coroutines: find its asyncio if not done yet */
+static void async_try(struct session *r, int pid)
+{
+	struct async_try *at = hmap_get(&r->asyncs, &pid, sizeof(pid));
+	struct pyasync a;
+	uint64_t now = clock_mono_ns();
+	char err[512];
+	int rc;
+
+	if (!at || at->done)
+		return;
+	at->wanted = true;
+	if (now < at->next_ns)
+		return;
+	at->next_ns = now + ASYNC_RETRY_NS;
+	rc = pyasync_setup(&at->py, &a, err, sizeof(err));
+	if (rc > 0) {
+		if (r->o->verbose)
+			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio not found yet\n", pid);
+		return; /* not imported yet: again at the next turn of the loop */
+	}
+	at->done = true;
+	if (rc < 0) {
+		fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks unavailable: %s\n",
+			pid, err);
+		return;
+	}
+	at->pi.async = a.bpf;
+	if (naming_set_async(&r->names, pid, at->pi.gen, &a) == 0)
+		sampler_set_proc(r->s, pid, &at->pi);
+	if (r->o->verbose)
+		fprintf(stderr, "pyperf-bpf: pid %d: asyncio tasks from %s\n", pid,
+			a.published ? ".AsyncioDebug" : "the _asyncio module's DWARF");
+}
+
+/* processes that ran coroutines before their asyncio could be found: a
+ * known stack is not announced again before the next drain, so the loop
+ * asks again */
+static void async_retry(struct session *r)
+{
+	hmap_for_each(&r->asyncs, e) {
+		const struct async_try *at = e->val;
+
+		if (at->wanted && !at->done)
+			async_try(r, at->py.pid);
+	}
+}
+
 static int adopt(struct session *r, const struct pyproc *py)
 {
 	struct proc_info pi;
@@ -134,6 +221,8 @@ static int adopt(struct session *r, const struct pyproc *py)
 	pi.off = py->off;
 	if (naming_set_python(&r->names, &r->prof, py, pi.gen))
 		return -1;
+	if (r->o->async_stacks)
+		async_adopt(r, py, &pi);
 	update_native(r, py->pid); /* before the sampler knows the process */
 	return sampler_set_proc(r->s, py->pid, &pi);
 }
@@ -183,6 +272,8 @@ static void on_stack(void *ctx, const struct ev_stack *ev)
 	struct session *r = ctx;
 	struct raw_stack raw;
 
+	if (r->o->async_stacks && ev->anchor && !ev->task)
+		async_try(r, (int)ev->pid);
 	naming_raw_of_event(ev, &raw);
 	naming_add_stack(&r->names, &r->prof, &raw);
 	if (r->nat_on && native_take_stale(&r->nat, (int)ev->pid))
@@ -205,6 +296,7 @@ static void on_exec(void *ctx, int pid)
 	if (ps)
 		memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
 	native_proc_forget(&r->nat, pid);
+	async_forget(r, pid);
 	/* a classification of the old image may have been written after the
 	 * exec hook cleared it: forget it, the new image will be announced and
 	 * classified afresh */
@@ -217,6 +309,7 @@ static void on_exit_event(void *ctx, int pid)
 
 	native_proc_forget(&r->nat, pid);
 	naming_forget(&r->names, pid);
+	async_forget(r, pid);
 }
 
 static void on_table(void *ctx, uint32_t table)
@@ -399,6 +492,8 @@ static void run_loop(struct session *r, uint64_t start)
 
 		sampler_poll(r->s, POLL_MS, native_wake_fd(&r->nat));
 		native_poll(&r->nat); /* tables the worker built */
+		if (o->async_stacks)
+			async_retry(r);
 		now = clock_mono_ns();
 		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
 			r->warm_cpu = clock_cpu_s(NULL);
@@ -501,6 +596,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .mode = o->mode, .gil_only = o->gil_only,
+				   .async_stacks = o->async_stacks,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };
@@ -613,5 +709,6 @@ out:
 	native_free(&r.nat);
 	free(r.nmaps);
 	hmap_free(&r.pids, free);
+	hmap_free(&r.asyncs, free);
 	return rc;
 }

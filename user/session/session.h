@@ -21,6 +21,7 @@ struct session_opts {
 	int freq;                    /* -F */
 	enum pyperf_mode mode;       /* --mode */
 	bool gil_only;               /* --gil */
+	bool async_stacks;           /* --async: stacks of asyncio tasks */
 	bool verbose;
 	bool no_kernel;              /* --no-kernel or --python-only */
 	bool no_native;              /* --python-only */
