@@ -17,6 +17,8 @@
 #include "native.h"
 #include "output.h"
 #include "profile.h"
+#include "pyasync.h"
+#include "pyread.h"
 #include "pywalk.h"
 
 #include <dirent.h>
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 #define MAX_THREADS 4096
+#define MAX_TASKS 100000             /* asyncio tasks listed */
 #define STOP_TIMEOUT_MS 2000
 
 struct dthread {
@@ -51,6 +54,19 @@ struct dumper {
 	struct native nat;
 	struct native_store store;
 	struct unwind_row *table[PYPERF_MAX_TABLES]; /* the unwind tables, in memory */
+	/* --async, read while the threads are stopped */
+	struct dtask *tasks;
+	int ntasks;
+	char async_note[512];        /* why there are none, when there are none */
+};
+
+/* An asyncio task as dump prints it. */
+struct dtask {
+	uint64_t addr, awaiter;
+	char name[PYASYNC_NAME_MAX];
+	const char *state;
+	char where[512];             /* its coroutine: function (file:line) */
+	bool printed;
 };
 
 static char thread_state(int pid, int tid)
@@ -239,6 +255,73 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 		profile_add_count(&d->prof, &ref, (uint32_t)t->tid, 1, NULL, 0);
 }
 
+/* where coroutine coro is: "function (file:line)", or "" */
+static void coro_where(const struct dumper *d, uint64_t coro, char *out, size_t len)
+{
+	const struct py_offsets *o = &d->py.off;
+	uint64_t frame = coro + o->gen_iframe, raw = 0, instr = 0, code;
+	uint32_t first = 0;
+	uint64_t fname = 0, name = 0;
+	struct func *fn;
+
+	out[0] = 0;
+	if (!coro || mem_read(d->o->pid, frame + o->frame_code, &raw, 8) ||
+	    mem_read(d->o->pid, frame + o->frame_instr, &instr, 8))
+		return;
+	code = py_frame_code(o, raw);
+	/* the code object's identity check, as the sampler takes it */
+	if (!code || mem_read(d->o->pid, code + o->code_firstlineno, &first, 4) ||
+	    mem_read(d->o->pid, code + o->code_filename, &fname, 8) ||
+	    mem_read(d->o->pid, code + o->code_name, &name, 8))
+		return;
+	fn = pyread_code(d->o->pid, code, py_code_check(first, fname, name), o);
+	if (!fn)
+		return;
+	snprintf(out, len, "%s (%s:%d)", fn->name, fn->file,
+		 func_line(fn, py_frame_instr(o, instr, code)));
+	func_free(fn);
+}
+
+/* every asyncio task, its state, coroutine and awaiting task */
+static void collect_tasks(struct dumper *d)
+{
+	static uint64_t addrs[MAX_TASKS];
+	struct pyasync a;
+	int rc = pyasync_setup(&d->py, &a, d->async_note, sizeof(d->async_note)), n;
+
+	if (rc > 0)
+		snprintf(d->async_note, sizeof(d->async_note), "asyncio is not imported");
+	if (rc)
+		return;
+	n = pyasync_all_tasks(d->o->pid, &a, addrs, MAX_TASKS);
+	if (n < 0) {
+		snprintf(d->async_note, sizeof(d->async_note), "its task list cannot be read");
+		return;
+	}
+	d->tasks = calloc(n ? (size_t)n : 1, sizeof(*d->tasks));
+	if (!d->tasks) {
+		snprintf(d->async_note, sizeof(d->async_note), "out of memory");
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct dtask *t = &d->tasks[d->ntasks];
+
+		/* a set can hold a task twice only if it changed while read */
+		for (int j = 0; j < d->ntasks; j++)
+			if (d->tasks[j].addr == addrs[i])
+				t = NULL;
+		if (!t)
+			continue;
+		t->addr = addrs[i];
+		if (!pyasync_task_name(d->o->pid, &a, t->addr, t->name, sizeof(t->name)))
+			snprintf(t->name, sizeof(t->name), "?");
+		t->state = pyasync_task_state(d->o->pid, &a, t->addr);
+		t->awaiter = pyasync_awaiter(d->o->pid, &a, t->addr);
+		coro_where(d, pyasync_task_coro(d->o->pid, &a, t->addr), t->where, sizeof(t->where));
+		d->ntasks++;
+	}
+}
+
 static int collect(struct dumper *d, char *err, size_t errlen)
 {
 	static uint64_t ts[PYPERF_MAX_THREADS];
@@ -272,6 +355,8 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 		if (tstate || (d->o->native && t->stopped))
 			walk_thread(d, t, tstate, have_maps ? &nm : NULL);
 	}
+	if (d->o->async_tasks)
+		collect_tasks(d);
 	return 0;
 }
 
@@ -335,6 +420,41 @@ static void print_stack(const struct dumper *d, const struct psample *s)
 	sb_free(&b);
 }
 
+static const struct dtask *task_at(const struct dumper *d, uint64_t addr)
+{
+	for (int i = 0; addr && i < d->ntasks; i++)
+		if (d->tasks[i].addr == addr)
+			return &d->tasks[i];
+	return NULL;
+}
+
+/* t and, below it, the tasks that await it */
+static void print_task(const struct dumper *d, struct dtask *t, int depth)
+{
+	t->printed = true;
+	printf("%*stask \"%s\" %s%s%s\n", 2 + 2 * depth, "", t->name, t->state,
+	       t->where[0] ? ", in " : "", t->where);
+	for (int i = 0; i < d->ntasks; i++)
+		if (!d->tasks[i].printed && d->tasks[i].awaiter == t->addr)
+			print_task(d, &d->tasks[i], depth < 40 ? depth + 1 : depth);
+}
+
+static void print_tasks(const struct dumper *d)
+{
+	if (!d->tasks) {
+		printf("\nNo asyncio tasks: %s.\n", d->async_note[0] ? d->async_note : "none");
+		return;
+	}
+	printf("\nAsyncio tasks (%d), each above the tasks that await it:\n", d->ntasks);
+	/* roots first: tasks nobody (listed) awaits; then any left in a cycle */
+	for (int i = 0; i < d->ntasks; i++)
+		if (!task_at(d, d->tasks[i].awaiter))
+			print_task(d, &d->tasks[i], 0);
+	for (int i = 0; i < d->ntasks; i++)
+		if (!d->tasks[i].printed)
+			print_task(d, &d->tasks[i], 0);
+}
+
 static void print_dump(const struct dumper *d)
 {
 	size_t n;
@@ -351,6 +471,8 @@ static void print_dump(const struct dumper *d)
 	if (!n)
 		printf("\nNo thread runs Python code.\n");
 	free(v);
+	if (d->o->async_tasks)
+		print_tasks(d);
 }
 
 int dump_run(const struct dump_opts *o)
@@ -385,12 +507,13 @@ out:
 	for (size_t i = 0; i < PYPERF_MAX_TABLES; i++)
 		free(d.table[i]);
 	free(d.t);
+	free(d.tasks);
 	return rc;
 }
 
 /* ---- the command line ---- */
 
-enum { OPT_NO_LINES = 256 };
+enum { OPT_NO_LINES = 256, OPT_ASYNC };
 
 int dump_main(int argc, char **argv)
 {
@@ -398,6 +521,7 @@ int dump_main(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "native", no_argument, NULL, 'n' },
 		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -417,13 +541,18 @@ int dump_main(int argc, char **argv)
 		case OPT_NO_LINES:
 			o.no_lines = true;
 			break;
+		case OPT_ASYNC:
+			o.async_tasks = true;
+			break;
 		case 'h':
-			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines]\n\n"
+			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines] [--async]\n\n"
 			       "Print the current stack of every thread of a CPython process once,\n"
 			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
 			       "  -p, --pid PID     the process\n"
 			       "  -n, --native      native frames too, merged with the Python ones\n"
-			       "      --no-lines    functions without line numbers\n");
+			       "      --no-lines    functions without line numbers\n"
+			       "      --async       every asyncio task (CPython 3.12+): its state and\n"
+			       "                    coroutine, under the task that awaits it\n");
 			return 0;
 		default:
 			return cmdline_fail("dump: unknown or incomplete option '%s'", argv[optind - 1]);

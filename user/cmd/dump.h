@@ -8,6 +8,7 @@ struct dump_opts {
 	int pid;
 	bool native;                 /* --native: merged native frames too */
 	bool no_lines;               /* --no-lines */
+	bool async_tasks;            /* --async: every asyncio task, as a tree of awaiting */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 };
 
