@@ -441,8 +441,9 @@ static void print_task(const struct dumper *d, struct dtask *t, int depth)
 
 static void print_tasks(const struct dumper *d)
 {
-	if (!d->tasks) {
-		printf("\nNo asyncio tasks: %s.\n", d->async_note[0] ? d->async_note : "none");
+	if (!d->ntasks) {
+		printf("\nNo asyncio tasks: %s.\n",
+		       d->async_note[0] ? d->async_note : "the process has none");
 		return;
 	}
 	printf("\nAsyncio tasks (%d), each above the tasks that await it:\n", d->ntasks);

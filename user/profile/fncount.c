@@ -44,7 +44,7 @@ int fn_counts_add(struct fn_counts *c, const struct pstack *st, uint64_t count)
 		const struct func *fn = st->frames[j].fn;
 		struct fn_count *r;
 
-		if (c->skip_marks && fn->kind == FN_MARK)
+		if (c->skip_marks && fn->kind == FN_MARK && !func_is_task(fn))
 			continue;
 		if (!(r = count_for(c, &k, fn))) {
 			rc = -1;

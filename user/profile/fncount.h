@@ -25,7 +25,7 @@ struct fn_count {
 };
 
 struct fn_counts {
-	bool skip_marks;             /* markers ("[native incomplete]") are no
+	bool skip_marks;             /* markers ("[native incomplete]"; not tasks) are no
 				      * functions: the leaf is the first other frame */
 	struct hmap by_key;          /* key -> struct fn_count */
 	size_t samples;              /* samples added */

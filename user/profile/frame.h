@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* What a frame of a merged stack is. */
 enum func_kind {
@@ -42,6 +43,13 @@ struct func {
 	const struct binary *bin; /* NULL: no known binary (JIT code, [unknown]) */
 	uint64_t addr;         /* ELF address of the symbol, or of the code if unnamed */
 };
+
+/* An asyncio task's frame (--async): a marker named "<task NAME>", which
+ * tables of functions (top) still list, as the task's time. */
+static inline int func_is_task(const struct func *f)
+{
+	return f->kind == FN_MARK && f->name && !strncmp(f->name, "<task ", 6);
+}
 
 /* A placeholder for a code object that could not be read. */
 struct func *func_unknown_code(uint64_t code);
