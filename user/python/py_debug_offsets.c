@@ -42,6 +42,7 @@
 #include "pyperf.h"
 #include "linetable.h"
 #include "py_debug_offsets.h"
+#include "py_offsets_table.h"
 
 #define COOKIE "xdebugpy"
 #define HEAD_BYTES 24                      /* cookie, version, free_threaded */
@@ -476,6 +477,7 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 			   uint64_t *version_hex, char *err, size_t errlen)
 {
 	struct reader r = { .buf = buf, .err = err, .errlen = errlen };
+	const struct py_offsets *t;
 	struct py_offsets o;
 	uint64_t ver, ft;
 	int minor;
@@ -552,10 +554,12 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 		o.gil_holder = (__u16)(r.val[U_GIL_HOLDER] - r.val[U_GIL_STATE]);
 	} /* else GIL_UNKNOWN: --gil says so for this process */
 	/* asyncio's two (--async): optional, a value we cannot use only turns
-	 * async stacks off (3.13 publishes no gen_object section; pyproc.c
-	 * takes the headers' value then) */
+	 * async stacks off; 3.13 publishes no gen_object section, the value
+	 * measured from its headers stands in */
 	o.interp_modules = optional_offset(&r, "interpreter_state.imports_modules");
 	o.gen_iframe = optional_offset(&r, "gen_object.gi_iframe");
+	if (o.gen_iframe == PYPERF_NO_OFFSET && (t = py_offsets_for_version(3, minor)))
+		o.gen_iframe = t->gen_iframe;
 	*out = o;
 	return 0;
 }

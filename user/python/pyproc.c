@@ -108,10 +108,6 @@ static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t err
 		if (mem_read(out->pid, out->runtime_addr, buf, sizeof(buf)) == 0 &&
 		    py_debug_offsets_parse(buf, sizeof(buf), &out->off, &hex, why, sizeof(why)) == 0) {
 			out->debug_offsets = true;
-			/* 3.13 does not publish where a coroutine keeps its frame */
-			t = py_offsets_for_version(out->major, out->minor);
-			if (out->off.gen_iframe == PYPERF_NO_OFFSET && t)
-				out->off.gen_iframe = t->gen_iframe;
 			return PYPROC_OK;
 		}
 	}
