@@ -61,17 +61,20 @@ struct pid_state {
 	bool warned;
 };
 
-/* --async: a CPython 3.12+ process whose asyncio is looked for (once its
- * stacks show coroutines, then every ASYNC_RETRY_NS until found) */
+/* --async: a CPython 3.12+ process whose asyncio is looked for once its
+ * stacks show coroutines (or generators, which look the same), then again
+ * after ASYNC_RETRY_NS, twice as long each time up to ASYNC_RETRY_MAX_NS,
+ * until found */
 struct async_try {
 	struct pyproc py;
 	struct proc_info pi;         /* as the sampler has it */
-	uint64_t next_ns;
+	uint64_t next_ns, wait_ns;
 	bool wanted;                 /* its stacks showed coroutines */
 	bool done;                   /* found, or refused (said once) */
 };
 
 #define ASYNC_RETRY_NS (100ull * 1000 * 1000)
+#define ASYNC_RETRY_MAX_NS (5000ull * 1000 * 1000)
 
 struct session {
 	const struct session_opts *o;
@@ -174,12 +177,15 @@ static void async_try(struct session *r, int pid)
 	at->wanted = true;
 	if (now < at->next_ns)
 		return;
-	at->next_ns = now + ASYNC_RETRY_NS;
+	at->wait_ns = at->wait_ns ? at->wait_ns * 2 : ASYNC_RETRY_NS;
+	if (at->wait_ns > ASYNC_RETRY_MAX_NS)
+		at->wait_ns = ASYNC_RETRY_MAX_NS;
+	at->next_ns = now + at->wait_ns;
 	rc = pyasync_setup(&at->py, &a, err, sizeof(err));
 	if (rc > 0) {
 		if (r->o->verbose)
 			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio not found yet\n", pid);
-		return; /* not imported yet: again at the next turn of the loop */
+		return; /* not imported yet: asked again from the loop (async_retry) */
 	}
 	at->done = true;
 	if (rc < 0) {
