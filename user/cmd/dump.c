@@ -260,8 +260,6 @@ static void coro_where(const struct dumper *d, uint64_t coro, char *out, size_t 
 {
 	const struct py_offsets *o = &d->py.off;
 	uint64_t frame = coro + o->gen_iframe, raw = 0, instr = 0, code;
-	uint32_t first = 0;
-	uint64_t fname = 0, name = 0;
 	struct func *fn;
 
 	out[0] = 0;
@@ -269,12 +267,7 @@ static void coro_where(const struct dumper *d, uint64_t coro, char *out, size_t 
 	    mem_read(d->o->pid, frame + o->frame_instr, &instr, 8))
 		return;
 	code = py_frame_code(o, raw);
-	/* the code object's identity check, as the sampler takes it */
-	if (!code || mem_read(d->o->pid, code + o->code_firstlineno, &first, 4) ||
-	    mem_read(d->o->pid, code + o->code_filename, &fname, 8) ||
-	    mem_read(d->o->pid, code + o->code_name, &name, 8))
-		return;
-	fn = pyread_code(d->o->pid, code, py_code_check(first, fname, name), o);
+	fn = code ? pyread_code(d->o->pid, code, pywalk_code_check(&d->py, code), o) : NULL;
 	if (!fn)
 		return;
 	snprintf(out, len, "%s (%s:%d)", fn->name, fn->file,

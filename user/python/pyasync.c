@@ -110,12 +110,16 @@ static uint64_t dict_find(int pid, uint64_t dict,
 	return 0;
 }
 
+struct str_key {
+	const struct py_offsets *off;
+	const char *want;
+};
+
 static bool key_is(int pid, uint64_t key, uint64_t value, void *ctx)
 {
-	const struct pyasync *a = ((void **)ctx)[0];
-	const char *want = ((void **)ctx)[1];
-	char *s = type_is(pid, key, "str") ? pyread_str(pid, key, &a->off) : NULL;
-	bool eq = s && !strcmp(s, want);
+	const struct str_key *k = ctx;
+	char *s = type_is(pid, key, "str") ? pyread_str(pid, key, k->off) : NULL;
+	bool eq = s && !strcmp(s, k->want);
 
 	(void)value;
 	free(s);
@@ -124,7 +128,8 @@ static bool key_is(int pid, uint64_t key, uint64_t value, void *ctx)
 
 /* ---- finding asyncio ---- */
 
-/* the mapped file of pid whose base name starts with prefix, or "" */
+/* the first file pid maps whose base name starts with prefix: its host path,
+ * its path as mapped and (bias not NULL) its load bias; false: none */
 static bool mapped_file(int pid, const char *prefix, char *host, size_t len, char *mapped,
 			size_t mlen, uint64_t *bias)
 {
@@ -218,7 +223,7 @@ static int setup_dwarf(const struct pyproc *py, struct pyasync *a, char *err, si
 	long t[5], s[3], f[1];
 	char host[PATH_MAX + 32], mapped[PATH_MAX];
 	uint64_t bias = 0, def = 0, interp, modules, mod;
-	void *ctx[2] = { a, "_asyncio" };
+	struct str_key ctx = { &a->off, "_asyncio" };
 	int rc;
 
 	if (!mapped_file(py->pid, "_asyncio", host, sizeof(host), mapped, sizeof(mapped), &bias))
@@ -256,7 +261,7 @@ static int setup_dwarf(const struct pyproc *py, struct pyasync *a, char *err, si
 		return 1;
 	interp = rd(py->pid, py->runtime_addr + py->off.runtime_interp_head);
 	modules = rd(py->pid, interp + py->off.interp_modules);
-	mod = modules ? dict_find(py->pid, modules, key_is, ctx) : 0;
+	mod = modules ? dict_find(py->pid, modules, key_is, &ctx) : 0;
 	a->state = rd(py->pid, mod + MODULE_STATE);
 	if (!a->state)
 		return 1; /* mapped but not in sys.modules yet: importing */

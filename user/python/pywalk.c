@@ -39,8 +39,7 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate)
 	return read_u64(py->pid, tstate + py->off.tstate_thread_id);
 }
 
-/* py_code_check() of the code object at code, 0 if unreadable */
-static uint32_t code_check(const struct pyproc *py, uint64_t code)
+uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code)
 {
 	const struct py_offsets *o = &py->off;
 	uint8_t buf[PYPERF_FRAME_READ_MAX];
@@ -93,7 +92,7 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 		out[n].code = code;
 		out[n].instr = py_frame_instr(o, raw, code) |
 			       py_frame_entry(o, buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)]);
-		out[n].check = code_check(py, code);
+		out[n].check = pywalk_code_check(py, code);
 		n++;
 	}
 	return n;
