@@ -94,6 +94,18 @@ struct py_offsets {
 	__u16 interp_modules;        /* PyInterpreterState.imports.modules (sys.modules) */
 	__u16 gen_iframe;            /* PyGenObject.gi_iframe: a generator's or
 				      * coroutine's own frame, inside the object (3.11+) */
+	__u16 frame_localsplus;      /* _PyInterpreterFrame.localsplus (3.11+) */
+	__u16 frame_stack;           /* its value stack's top: int stacktop or
+				      * _PyStackRef *stackpointer (stack_kind) */
+	__u8 stack_kind;             /* enum py_stack_kind */
+};
+
+/* How a frame records the top of its value stack, which holds the object a
+ * suspended coroutine awaits (loader only: where an asyncio task waits). */
+enum py_stack_kind {
+	PYSTACK_NONE = 0,            /* not known */
+	PYSTACK_INDEX = 1,           /* int stacktop: slots used in localsplus (3.11-3.13) */
+	PYSTACK_POINTER = 2,         /* _PyStackRef *stackpointer, tagged (3.14+) */
 };
 
 enum py_gil_in {
@@ -252,6 +264,8 @@ enum pyperf_mode {
 				    * unwind table the loader is still building */
 #define STACK_OFFCPU 128u          /* taken as the thread left the CPU (--mode
 				    * wall|offcpu); its count is nanoseconds off */
+#define STACK_AWAITING 256u        /* set by the loader: where an asyncio task that
+				    * is not running waits (--async, wall|offcpu) */
 
 struct stack_key {
 	__u32 pid;                   /* tgid */

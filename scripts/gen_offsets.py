@@ -176,6 +176,20 @@ def field_sources(minor):
         off("gen_iframe", "PyGenObject", "gi_iframe", None)
     else:
         f["gen_iframe"] = ("sym", NO)
+    # the top of a frame's value stack: what a suspended coroutine awaits
+    # (--async in wall mode shows where each waiting task waits)
+    if minor >= 11:
+        off("frame_localsplus", "_PyInterpreterFrame", "localsplus", None)
+        if minor <= 13:
+            off("frame_stack", "_PyInterpreterFrame", "stacktop", 4)
+            f["stack_kind"] = ("sym", "PYSTACK_INDEX")
+        else:
+            off("frame_stack", "_PyInterpreterFrame", "stackpointer", 8)
+            f["stack_kind"] = ("sym", "PYSTACK_POINTER")
+    else:
+        f["frame_localsplus"] = ("sym", NO)
+        f["frame_stack"] = ("sym", NO)
+        f["stack_kind"] = ("sym", "PYSTACK_NONE")
     return f
 
 

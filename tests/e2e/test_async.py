@@ -2,12 +2,14 @@
 in a gather tree; the task "leaf" burns CPU two levels of awaiting below the
 root task.  record --async must show the burning coroutine under <task leaf>
 under <task middle> under <task root> (not under the event loop's frames);
-dump --async must list all 20 tasks as a tree of who awaits whom; top
+in wall mode a task that waits on I/O (async_wait.py) must show the
+coroutines it waits in, about as long as it measured itself; dump --async must list all 20 tasks as a tree of who awaits whom; top
 --async lists the tasks' time.
 
 Runs on every CPython 3.12+ present (where the task layout is read differs:
 .AsyncioDebug from 3.14, the _asyncio module's DWARF before); an older one
 present must say once that it has no async stacks and still be profiled."""
+import json
 import os
 import re
 import subprocess
@@ -70,6 +72,34 @@ def test_async_in_wall_mode_and_without_it(tmp_path):
     assert not any(f.startswith("<task ") for s, _ in plain for f in s), plain[:3]
 
 
+@async_pythons()
+def test_async_wall_shows_where_a_waiting_task_waits(python, tmp_path):
+    """async_wait.py: task "waiter" awaits a line from a socket, three of its
+    own coroutines deep, for 3 s while "burner" computes.  A waiting task runs
+    on no thread; in wall mode its waiting time must still show, on the
+    coroutines it is suspended in, under its tasks, marked [awaiting], about
+    as long as it measured itself."""
+    stacks, _, r = record_workload(python[0], tmp_path, "async_wait.py", "3", hz=99,
+                                   extra=["--async", "--mode", "wall"])
+    wait_s = json.loads(r.stdout.strip().splitlines()[-1])["wait_s"]
+    waiting = [(list(map(func_name, f)), c) for f, c in stacks if f[-1] == "[awaiting]"]
+    waiter = [(n, c) for n, c in waiting if n[:2] == ["<task root>", "<task waiter>"]]
+    assert waiter, waiting[:5]
+    for names, _ in waiter:  # the coroutines it waits in, outermost first
+        assert names[2:6] == ["waiter", "fetch", "read_reply", "StreamReader.readline"], names
+        assert "StreamReader._wait_for_data" in names, names
+    shown_s = sum(c for _, c in waiter) / 1e6  # folded weights are µs in wall mode
+    assert abs(shown_s - wait_s) <= 0.2 * wait_s, (shown_s, wait_s)
+    # the root task waits on the gather meanwhile; the burner runs, not awaiting
+    assert any(n[:2] == ["<task root>", "main"] for n, _ in waiting), waiting[:5]
+    assert any(list(map(func_name, f))[:4] == ["<task root>", "<task burner>", "burner", "burn"]
+               for f, _ in stacks), stacks[:5]
+    # cpu mode has no waiting
+    cpu, _, _ = record_workload(python[0], tmp_path, "async_wait.py", "1", hz=99,
+                                extra=["--async"])
+    assert cpu and not any(f[-1] == "[awaiting]" for f, _ in cpu), cpu[:5]
+
+
 def test_async_on_an_older_python_says_so_once(tmp_path):
     if not OLD:
         pytest.skip("no CPython before 3.12 present")
@@ -122,6 +152,9 @@ def test_dump_async_lists_every_task_under_its_awaiter(python, tmp_path):
             sum(bool(re.fullmatch(r"Task-\d+", t[1])) for t in under) == 3, r.stdout
         assert all(t[2] == "pending" for t in tasks), r.stdout
         assert by_name["leaf"][3] == "leaf" and by_name["sleeper-1"][3] == "sleeper", r.stdout
+        # where a waiting task waits: the innermost coroutine it is suspended in
+        assert re.search(r'task "sleeper-1" pending, in sleeper \(.*\), waiting in Event\.wait '
+                         r'\(.*locks\.py:\d+\)$', r.stdout, re.M), r.stdout
         assert p.poll() is None  # it runs on
     finally:
         p.kill()

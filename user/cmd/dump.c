@@ -66,6 +66,7 @@ struct dtask {
 	char name[PYASYNC_NAME_MAX];
 	const char *state;
 	char where[512];             /* its coroutine: function (file:line) */
+	char waits[512];             /* the innermost coroutine it waits in, if another */
 	bool printed;
 };
 
@@ -255,30 +256,40 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 		profile_add_count(&d->prof, &ref, (uint32_t)t->tid, 1, NULL, 0);
 }
 
+/* "function (file:line)" of code at instruction offset instr, or "" */
+static void code_where(const struct dumper *d, uint64_t code, uint32_t instr, char *out,
+		       size_t len)
+{
+	const struct py_offsets *o = &d->py.off;
+	struct func *fn = code ? pyread_code(d->o->pid, code, pywalk_code_check(&d->py, code), o)
+			       : NULL;
+
+	out[0] = 0;
+	if (!fn)
+		return;
+	snprintf(out, len, "%s (%s:%d)", fn->name, fn->file, func_line(fn, instr));
+	func_free(fn);
+}
+
 /* where coroutine coro is: "function (file:line)", or "" */
 static void coro_where(const struct dumper *d, uint64_t coro, char *out, size_t len)
 {
 	const struct py_offsets *o = &d->py.off;
 	uint64_t frame = coro + o->gen_iframe, raw = 0, instr = 0, code;
-	struct func *fn;
 
 	out[0] = 0;
 	if (!coro || mem_read(d->o->pid, frame + o->frame_code, &raw, 8) ||
 	    mem_read(d->o->pid, frame + o->frame_instr, &instr, 8))
 		return;
 	code = py_frame_code(o, raw);
-	fn = code ? pyread_code(d->o->pid, code, pywalk_code_check(&d->py, code), o) : NULL;
-	if (!fn)
-		return;
-	snprintf(out, len, "%s (%s:%d)", fn->name, fn->file,
-		 func_line(fn, py_frame_instr(o, instr, code)));
-	func_free(fn);
+	code_where(d, code, py_frame_instr(o, instr, code), out, len);
 }
 
 /* every asyncio task, its state, coroutine and awaiting task */
 static void collect_tasks(struct dumper *d)
 {
 	static uint64_t addrs[MAX_TASKS];
+	static struct py_frame chain[PYPERF_MAX_FRAMES];
 	struct pyasync a;
 	int rc = pyasync_setup(&d->py, &a, d->async_note, sizeof(d->async_note)), n;
 
@@ -311,6 +322,9 @@ static void collect_tasks(struct dumper *d)
 		t->state = pyasync_task_state(d->o->pid, &a, t->addr);
 		t->awaiter = pyasync_awaiter(d->o->pid, &a, t->addr);
 		coro_where(d, pyasync_task_coro(d->o->pid, &a, t->addr), t->where, sizeof(t->where));
+		/* a task suspended in coroutines it awaits: the innermost */
+		if (pyasync_task_waits(d->o->pid, &a, t->addr, chain, PYPERF_MAX_FRAMES) > 1)
+			code_where(d, chain[0].code, chain[0].instr, t->waits, sizeof(t->waits));
 		d->ntasks++;
 	}
 }
@@ -425,8 +439,9 @@ static const struct dtask *task_at(const struct dumper *d, uint64_t addr)
 static void print_task(const struct dumper *d, struct dtask *t, int depth)
 {
 	t->printed = true;
-	printf("%*stask \"%s\" %s%s%s\n", 2 + 2 * depth, "", t->name, t->state,
-	       t->where[0] ? ", in " : "", t->where);
+	printf("%*stask \"%s\" %s%s%s%s%s\n", 2 + 2 * depth, "", t->name, t->state,
+	       t->where[0] ? ", in " : "", t->where, t->waits[0] ? ", waiting in " : "",
+	       t->waits);
 	for (int i = 0; i < d->ntasks; i++)
 		if (!d->tasks[i].printed && d->tasks[i].awaiter == t->addr)
 			print_task(d, &d->tasks[i], depth < 40 ? depth + 1 : depth);

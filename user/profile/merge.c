@@ -13,6 +13,7 @@ MARK(merge_mark_incomplete, "[native incomplete]");
 MARK(merge_mark_pending, "[native pending]");
 MARK(merge_mark_unmerged, "[unmerged native]");
 MARK(merge_mark_gil_wait, "[GIL wait]");
+MARK(merge_mark_awaiting, "[awaiting]");
 
 static uint32_t count_segments(const uint8_t *entry, uint32_t np)
 {

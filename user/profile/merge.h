@@ -27,6 +27,7 @@ extern const struct func merge_mark_pending;    /* "[native pending]": the table
 						   * still being built */
 extern const struct func merge_mark_unmerged;   /* "[unmerged native]" */
 extern const struct func merge_mark_gil_wait;   /* "[GIL wait]" */
+extern const struct func merge_mark_awaiting;   /* "[awaiting]": where an asyncio task waits */
 
 /* py[0..np) leaf first with entry[i] != 0 for entry frames; nat[0..nn) leaf
  * first; flags: the sample's STACK_NATIVE_* flags.  Writes the merged stack,

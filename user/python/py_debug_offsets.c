@@ -560,6 +560,16 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 	o.gen_iframe = optional_offset(&r, "gen_object.gi_iframe");
 	if (o.gen_iframe == PYPERF_NO_OFFSET && (t = py_offsets_for_version(3, minor)))
 		o.gen_iframe = t->gen_iframe;
+	/* where a suspended coroutine's awaited object is: 3.14+ publish the
+	 * stack pointer; 3.13's int stacktop is not published */
+	o.frame_localsplus = optional_offset(&r, "interpreter_frame.localsplus");
+	o.frame_stack = optional_offset(&r, "interpreter_frame.stackpointer");
+	o.stack_kind = o.frame_stack == PYPERF_NO_OFFSET ? PYSTACK_NONE : PYSTACK_POINTER;
+	if (o.stack_kind == PYSTACK_NONE && (t = py_offsets_for_version(3, minor)) &&
+	    t->frame_localsplus == o.frame_localsplus) {
+		o.frame_stack = t->frame_stack;
+		o.stack_kind = t->stack_kind;
+	}
 	*out = o;
 	return 0;
 }

@@ -61,6 +61,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = PYPERF_NO_OFFSET,
 		.gen_iframe = PYPERF_NO_OFFSET,
+		.frame_localsplus = PYPERF_NO_OFFSET,
+		.frame_stack = PYPERF_NO_OFFSET,
+		.stack_kind = PYSTACK_NONE,
 	} },
 	{ 3, 9, {
 		.runtime_interp_head = 32,
@@ -96,6 +99,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = PYPERF_NO_OFFSET,
 		.gen_iframe = PYPERF_NO_OFFSET,
+		.frame_localsplus = PYPERF_NO_OFFSET,
+		.frame_stack = PYPERF_NO_OFFSET,
+		.stack_kind = PYSTACK_NONE,
 	} },
 	{ 3, 10, {
 		.runtime_interp_head = 32,
@@ -131,6 +137,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = PYPERF_NO_OFFSET,
 		.gen_iframe = PYPERF_NO_OFFSET,
+		.frame_localsplus = PYPERF_NO_OFFSET,
+		.frame_stack = PYPERF_NO_OFFSET,
+		.stack_kind = PYSTACK_NONE,
 	} },
 	{ 3, 11, {
 		.runtime_interp_head = 40,
@@ -166,6 +175,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = PYPERF_NO_OFFSET,
 		.gen_iframe = 80,
+		.frame_localsplus = 72,
+		.frame_stack = 64,
+		.stack_kind = PYSTACK_INDEX,
 	} },
 	{ 3, 12, {
 		.runtime_interp_head = 40,
@@ -201,6 +213,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = 944,
 		.gen_iframe = 72,
+		.frame_localsplus = 72,
+		.frame_stack = 64,
+		.stack_kind = PYSTACK_INDEX,
 	} },
 	{ 3, 13, {
 		.runtime_interp_head = 632,
@@ -236,6 +251,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = 7656,
 		.gen_iframe = 72,
+		.frame_localsplus = 72,
+		.frame_stack = 64,
+		.stack_kind = PYSTACK_INDEX,
 	} },
 	{ 3, 14, {
 		.runtime_interp_head = 808,
@@ -271,6 +289,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = 7688,
 		.gen_iframe = 72,
+		.frame_localsplus = 80,
+		.frame_stack = 64,
+		.stack_kind = PYSTACK_POINTER,
 	} },
 	{ 3, 15, {
 		.runtime_interp_head = 936,
@@ -306,6 +327,9 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.gil_holder = 8,
 		.interp_modules = 7592,
 		.gen_iframe = 72,
+		.frame_localsplus = 80,
+		.frame_stack = 64,
+		.stack_kind = PYSTACK_POINTER,
 	} },
 };
 

@@ -7,6 +7,7 @@
 #include "errmsg.h"
 #include "procmaps.h"
 #include "pyread.h"
+#include "pywalk.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #define DICT_KEYS 32             /* PyDictObject.ma_keys (3.12, 3.13) */
 #define DICT_VALUES 40           /* PyDictObject.ma_values */
 #define MAX_SCAN 4096            /* entries of a dict or set looked at */
+#define MAX_STACK_SLOTS 65536    /* locals and value stack of a frame, at most */
 
 static uint64_t rd(int pid, uint64_t addr)
 {
@@ -305,6 +307,88 @@ int pyasync_setup(const struct pyproc *py, struct pyasync *a, char *err, size_t 
 uint64_t pyasync_task_coro(int pid, const struct pyasync *a, uint64_t task)
 {
 	return a->task_coro >= 0 ? rd(pid, task + a->task_coro) : 0;
+}
+
+/* The object a suspended frame's value stack holds on top: what the
+ * coroutine awaits (0 when the stack cannot be read or is out of bounds). */
+static uint64_t stack_top(int pid, const struct py_offsets *o, uint64_t frame)
+{
+	uint64_t base = frame + o->frame_localsplus, sp;
+	int32_t top = 0;
+
+	if (o->frame_stack == PYPERF_NO_OFFSET || o->frame_localsplus == PYPERF_NO_OFFSET)
+		return 0;
+	if (o->stack_kind == PYSTACK_INDEX) {
+		if (mem_read(pid, frame + o->frame_stack, &top, sizeof(top)) || top < 1 ||
+		    top > MAX_STACK_SLOTS)
+			return 0;
+		return rd(pid, base + (uint64_t)(top - 1) * 8);
+	}
+	if (o->stack_kind != PYSTACK_POINTER)
+		return 0;
+	sp = rd(pid, frame + o->frame_stack);
+	if (sp <= base || sp > base + MAX_STACK_SLOTS * 8ull || (sp - base) % 8)
+		return 0;
+	/* tagged _PyStackRefs; 3.15 leaves a null one (tag bits only) above
+	 * the awaited object */
+	for (int i = 1; i <= 2 && sp - 8ull * i >= base; i++) {
+		uint64_t v = rd(pid, sp - 8ull * i) & ~(uint64_t)o->code_tag_bits;
+
+		if (v)
+			return v;
+	}
+	return 0;
+}
+
+int pyasync_task_waits(int pid, const struct pyasync *a, uint64_t task, struct py_frame *out,
+		       int max)
+{
+	const struct py_offsets *o = &a->off;
+	uint64_t coro = pyasync_task_coro(pid, a, task), ctype = coro ? rd(pid, coro + OB_TYPE) : 0;
+	uint32_t st = 9;
+	int n = 0;
+
+	if (!coro || !ctype || o->gen_iframe == PYPERF_NO_OFFSET || a->fut_state < 0 ||
+	    mem_read(pid, task + a->fut_state, &st, sizeof(st)) || st != 0)
+		return 0; /* unreadable, or not pending */
+	while (coro && n < max) {
+		uint64_t frame = coro + o->gen_iframe, code, next;
+		uint32_t instr;
+
+		/* a suspended generator's frame is off every thread's chain: the
+		 * yield cleared its `previous`; a running one is on a thread's */
+		if (rd(pid, frame + o->frame_back))
+			break;
+		code = py_frame_code(o, rd(pid, frame + o->frame_code));
+		if (!code)
+			break;
+		instr = py_frame_instr(o, rd(pid, frame + o->frame_instr), code);
+		out[n].code = code;
+		out[n].instr = instr;
+		out[n].check = pywalk_code_check_at(pid, o, code);
+		n++;
+		/* not started yet (its stack is empty: the top slot would be a
+		 * local), or a generator-based coroutine (it may have yielded
+		 * with an empty stack): the innermost frame */
+		if (instr == 0 || instr >= 0x7fff0000u || rd(pid, coro + OB_TYPE) != ctype)
+			break;
+		next = stack_top(pid, o, frame);
+		if (!next || next == coro)
+			break;
+		/* it awaits another coroutine, or a generator-based one
+		 * (asyncio.sleep(0)); a future or task ends the chain */
+		if (rd(pid, next + OB_TYPE) != ctype && !type_is(pid, next, "generator"))
+			break;
+		coro = next;
+	}
+	/* leaf first, as the sampler gives them */
+	for (int i = 0; i < n / 2; i++) {
+		struct py_frame t = out[i];
+
+		out[i] = out[n - 1 - i];
+		out[n - 1 - i] = t;
+	}
+	return n;
 }
 
 bool pyasync_task_name(int pid, const struct pyasync *a, uint64_t task, char *out, size_t len)

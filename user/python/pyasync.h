@@ -70,6 +70,15 @@ int pyasync_all_tasks(int pid, const struct pyasync *a, uint64_t *tasks, int max
 /* A task's state: "pending", "cancelled", "finished" or "?". */
 const char *pyasync_task_state(int pid, const struct pyasync *a, uint64_t task);
 
+/* Where a pending task that is not running waits: the frames of its
+ * coroutine and of the coroutines it awaits in turn (each suspended on the
+ * one on top of its value stack), innermost first as the sampler gives
+ * frames, at most max, into out.  Returns how many; 0 when the task runs
+ * now (its coroutine's frame is on a thread's frame chain), is done, or
+ * cannot be read. */
+int pyasync_task_waits(int pid, const struct pyasync *a, uint64_t task, struct py_frame *out,
+		       int max);
+
 /* The coroutine object a task runs, 0 if none. */
 uint64_t pyasync_task_coro(int pid, const struct pyasync *a, uint64_t task);
 

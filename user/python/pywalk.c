@@ -41,14 +41,18 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate)
 
 uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code)
 {
-	const struct py_offsets *o = &py->off;
+	return pywalk_code_check_at(py->pid, &py->off, code);
+}
+
+uint32_t pywalk_code_check_at(int pid, const struct py_offsets *o, uint64_t code)
+{
 	uint8_t buf[PYPERF_FRAME_READ_MAX];
 	uint64_t filename, name;
 	uint32_t first;
 	uint16_t lo, len;
 
 	py_code_span(o, &lo, &len);
-	if (len > sizeof(buf) || mem_read(py->pid, code + lo, buf, len))
+	if (len > sizeof(buf) || mem_read(pid, code + lo, buf, len))
 		return 0;
 	memcpy(&first, buf + (o->code_firstlineno - lo), sizeof(first));
 	memcpy(&filename, buf + (o->code_filename - lo), sizeof(filename));

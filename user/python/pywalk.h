@@ -22,6 +22,8 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
 /* py_code_check() of the code object at code, as the sampler takes it; 0
  * if unreadable. */
 uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code);
+/* The same, given the process and its offsets. */
+uint32_t pywalk_code_check_at(int pid, const struct py_offsets *o, uint64_t code);
 /* The Python frames of tstate, leaf first, into out[0..cap); returns how
  * many, and STACK_TRUNCATED / STACK_BAD_READ in *flags. */
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,

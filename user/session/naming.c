@@ -209,7 +209,7 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	 * its kernel ones (off-CPU stacks) */
 	static uint8_t ident[sizeof(struct py_frame) * PYPERF_MAX_FRAMES +
 			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH + 2)];
-	static struct pframe frames[PYPERF_MAX_FRAMES + PYASYNC_MAX_CHAIN];
+	static struct pframe frames[PYPERF_MAX_FRAMES + 1 + PYASYNC_MAX_CHAIN];
 	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 2 + PYASYNC_MAX_CHAIN];
 	static struct pframe tasks[PYASYNC_MAX_CHAIN];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
@@ -230,7 +230,8 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		return -1;
 	if (!pp->comm[0])
 		describe(p, s->pid);
-	profile_set_thread_name(p, (uint32_t)s->tid, s->thread_name);
+	if (s->thread_name)
+		profile_set_thread_name(p, (uint32_t)s->tid, s->thread_name);
 	memcpy(ident, s->py, pybytes);
 	memcpy(ident + pybytes, s->native, natbytes);
 	if (nk)
@@ -258,6 +259,12 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		entry[i] = !!(s->py[i].instr & PY_FRAME_ENTRY);
 		if (!frames[i].fn)
 			return -1;
+	}
+	if (flags & STACK_AWAITING) { /* where a task waits: no native frames */
+		memmove(frames + 1, frames, np * sizeof(*frames));
+		frames[0].fn = (struct func *)&merge_mark_awaiting;
+		frames[0].instr = UINT32_MAX;
+		np++;
 	}
 	if (!(flags & STACK_NATIVE) || !n->nat) {
 		for (int i = 0; i < nt; i++)

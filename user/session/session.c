@@ -71,10 +71,20 @@ struct async_try {
 	uint64_t next_ns, wait_ns;
 	bool wanted;                 /* its stacks showed coroutines */
 	bool done;                   /* found, or refused (said once) */
+	/* wall|offcpu: where its waiting tasks wait (async_waits) */
+	bool found;                  /* a holds its asyncio */
+	struct pyasync a;
+	uint64_t waits_at_ns, waits_next_ns;
 };
 
 #define ASYNC_RETRY_NS (100ull * 1000 * 1000)
 #define ASYNC_RETRY_MAX_NS (5000ull * 1000 * 1000)
+/* wall|offcpu: the tasks that wait are looked at this often, or less
+ * often where a look costs more than 1/ASYNC_WAITS_SHARE of the time between
+ * two; at most ASYNC_WAITS_MAX tasks a look */
+#define ASYNC_WAITS_NS (100ull * 1000 * 1000)
+#define ASYNC_WAITS_SHARE 100
+#define ASYNC_WAITS_MAX 4096
 
 struct session {
 	const struct session_opts *o;
@@ -196,6 +206,10 @@ static void async_try(struct session *r, int pid)
 	at->pi.async = a.bpf;
 	if (naming_set_async(&r->names, pid, at->pi.gen, &a) == 0)
 		sampler_set_proc(r->s, pid, &at->pi);
+	at->a = a;
+	at->found = true;
+	at->waits_at_ns = now;
+	at->waits_next_ns = now + ASYNC_WAITS_NS;
 	if (r->o->verbose)
 		fprintf(stderr, "pyperf-bpf: pid %d: asyncio tasks from %s\n", pid,
 			a.published ? ".AsyncioDebug" : "the _asyncio module's DWARF");
@@ -211,6 +225,53 @@ static void async_retry(struct session *r)
 
 		if (at->wanted && !at->done)
 			async_try(r, at->py.pid);
+	}
+}
+
+/* A task waiting at an await runs on no thread, so no sample sees it:
+ * the time since the last look goes to the stack each task not running now
+ * waits in (its coroutines, innermost first, under its task chain, marked
+ * [awaiting]).  Sampled at the loader's pace, so a task's waiting time is
+ * right on average over many looks. */
+static void async_waits_of(struct session *r, struct async_try *at, uint64_t now)
+{
+	static uint64_t tasks[ASYNC_WAITS_MAX];
+	static struct py_frame frames[PYPERF_MAX_FRAMES];
+	uint64_t weight = now - at->waits_at_ns, spent;
+	int pid = at->py.pid, n;
+
+	at->waits_at_ns = now;
+	n = pyasync_all_tasks(pid, &at->a, tasks, ASYNC_WAITS_MAX);
+	for (int i = 0; i < n; i++) {
+		int nf = pyasync_task_waits(pid, &at->a, tasks[i], frames, PYPERF_MAX_FRAMES);
+		struct raw_stack rs = { .pid = pid, .tid = pid, .gen = at->pi.gen,
+					.flags = STACK_OFFCPU | STACK_AWAITING, .py = frames,
+					.npy = (uint32_t)nf, .task = tasks[i],
+					.anchor = (uint32_t)nf };
+		struct stack_ref ref = { .pid = (uint32_t)pid, .gen = at->pi.gen };
+		uint64_t h = 0x5a17a5a17a5a17a5ULL ^ tasks[i];
+
+		if (nf <= 0)
+			continue;
+		for (int k = 0; k < nf; k++)
+			h = (h ^ frames[k].code ^ ((uint64_t)frames[k].instr << 32)) *
+			    0x100000001b3ULL;
+		rs.hash = ref.hash = h;
+		if (naming_add_stack(&r->names, &r->prof, &rs) == 0)
+			profile_add_count(&r->prof, &ref, (uint32_t)pid, weight, NULL, 0);
+	}
+	spent = clock_mono_ns() - now;
+	at->waits_next_ns = now + (spent * ASYNC_WAITS_SHARE > ASYNC_WAITS_NS ?
+				   spent * ASYNC_WAITS_SHARE : ASYNC_WAITS_NS);
+}
+
+static void async_waits(struct session *r, uint64_t now)
+{
+	hmap_for_each(&r->asyncs, e) {
+		struct async_try *at = e->val;
+
+		if (at->found && now >= at->waits_next_ns)
+			async_waits_of(r, at, now);
 	}
 }
 
@@ -501,6 +562,8 @@ static void run_loop(struct session *r, uint64_t start)
 		if (o->async_stacks)
 			async_retry(r);
 		now = clock_mono_ns();
+		if (o->async_stacks && o->mode != MODE_CPU)
+			async_waits(r, now);
 		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
 			r->warm_cpu = clock_cpu_s(NULL);
 		if (now >= next_drain) {
