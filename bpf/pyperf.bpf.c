@@ -262,12 +262,17 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-static __always_inline void stat_inc(__u32 idx)
+static __always_inline void stat_add(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 
 	if (v)
-		(*v)++;
+		*v += n;
+}
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	stat_add(idx, 1);
 }
 
 static __always_inline __u64 read_ptr(__u64 addr)
@@ -592,7 +597,7 @@ static __always_inline void block_ends(struct task_struct *task)
 		t->out_ns = 0;
 		return;
 	}
-	weight = (now - t->out_ns) * 65536 / (t->p16 ? t->p16 : 1);
+	weight = (now - t->out_ns) * (t->every ? t->every : 1);
 	t->out_ns = 0;
 	m = bpf_map_lookup_elem(&counts, &idx);
 	if (!m)
@@ -612,12 +617,15 @@ static __always_inline void block_ends(struct task_struct *task)
 	stat_inc(STAT_OFFCPU_BLOCKS);
 }
 
-/* A profiled thread leaves the CPU (it is still current): walk this block
- * with probability p = min(1, offcpu_walk_hz / r), r being the thread's
- * switch outs in the last whole second or in this one so far, whichever is
- * more.  So a thread walks about offcpu_walk_hz blocks a second at most,
- * however often it switches, and one that switches less has every block
- * walked. */
+/* A profiled thread leaves the CPU (it is still current).  Its blocks are
+ * walked about offcpu_walk_hz times a second at most, however often it
+ * switches: with r its switch outs a second (the last whole second's, or
+ * this one's so far scaled to a second, whichever is more), one block in
+ * k = r / offcpu_walk_hz is walked (every block when k <= 1) and stands for
+ * k.  Which one: the gap to the next walk is drawn uniformly from 1..2k-1
+ * (mean k), so each block is walked with probability 1/k in the long run,
+ * and no periodic pattern of the thread's blocks can alias with the walks.
+ * A switch that is not walked costs a countdown, not a random draw. */
 static __always_inline void block_starts(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -627,7 +635,7 @@ static __always_inline void block_starts(void *ctx)
 	struct frame_walk w = {};
 	struct proc_info *p;
 	struct scratch *s;
-	__u64 rate, p16, now;
+	__u64 rate, k, now, span;
 	long nk;
 
 	/* a thread found profiled since procs last changed needs no lookup;
@@ -651,26 +659,39 @@ static __always_inline void block_starts(void *ctx)
 			return;
 		t->epoch = epoch;
 	}
-	stat_inc(STAT_SWITCHES);
+	t->out_ns = 0;
 	/* the one-second window needs no exact time: a clock read (much of a
 	 * switch's budget in a VM) every 64 switches, or the time of the last
 	 * walk, which a thread that switches seldom has at every switch */
-	if ((t->win_switches & 63) == 0)
+	if ((++t->win_switches & 63) == 0)
 		t->last_ns = bpf_ktime_get_ns();
+	if (t->countdown > 1) {
+		t->countdown--;
+		return;
+	}
+	stat_add(STAT_SWITCHES, t->gap ? t->gap : 1);
 	now = t->last_ns;
 	if (now - t->win_ns >= 1000000000ULL) {
 		t->prev_switches = now - t->win_ns < 2000000000ULL ? t->win_switches : 0;
 		t->win_switches = 0;
 		t->win_ns = now;
 	}
-	t->win_switches++;
-	rate = t->win_switches > t->prev_switches ? t->win_switches : t->prev_switches;
-	p16 = rate <= offcpu_walk_hz ? 65536 : (__u64)offcpu_walk_hz * 65536 / rate;
-	if (p16 < 1)
-		p16 = 1;
-	t->out_ns = 0;
-	if (p16 < 65536 && (bpf_get_prandom_u32() & 0xffff) >= p16)
-		return;
+	/* this window's rate so far, over at least 100 ms: a thread's first
+	 * window does not walk most of its blocks while its count grows */
+	span = now - t->win_ns;
+	if (span < 100000000ULL)
+		span = 100000000ULL;
+	rate = (__u64)t->win_switches * 1000000000ULL / span;
+	if (rate < t->prev_switches)
+		rate = t->prev_switches;
+	k = offcpu_walk_hz ? rate / offcpu_walk_hz : 1;
+	if (k < 1)
+		k = 1;
+	if (k > 65536)
+		k = 65536;
+	t->countdown = k == 1 ? 1 : 1 + bpf_get_prandom_u32() % (__u32)(2 * k - 1);
+	t->gap = t->countdown;
+	t->every = (__u32)k;
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);
@@ -691,7 +712,6 @@ static __always_inline void block_starts(void *ctx)
 	/* announced now, counted when the thread runs again */
 	if (!count_stack(&w, &t->key, idx, 0))
 		return;
-	t->p16 = (__u32)p16;
 	/* the block starts now, the walk done: it ran on the CPU */
 	t->out_ns = t->last_ns = bpf_ktime_get_ns();
 }

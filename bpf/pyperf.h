@@ -363,7 +363,10 @@ struct offcpu_thread {
 	__u64 last_ns;               /* the clock when last read for this thread */
 	__u32 win_switches;          /* switch outs in it so far */
 	__u32 prev_switches;         /* in the window before */
-	__u32 p16;                   /* p in 1/65536 units, 1..65536 */
+	__u32 every;                 /* the walked block stands for this many (1/p) */
+	__u32 countdown;             /* switch outs until the next walk */
+	__u32 gap;                   /* the countdown drawn last */
+	__u32 pad;
 	__u32 epoch;                 /* procs_epoch when its process was last found
 				      * in procs; 0: it was not */
 	struct stack_key key;        /* the walked stack */

@@ -16,8 +16,8 @@ import re
 import xml.etree.ElementTree as ET
 
 
-from conftest import SUPPORTED, WORKLOADS, func_name, record_workload, run_pyperf, \
-    supported_pythons
+from conftest import SUPPORTED, WORKLOADS, func_name, parse_folded, record_workload, \
+    run_pyperf, supported_pythons
 from pprofread import decode
 
 SECONDS = "3"
@@ -88,6 +88,22 @@ def test_cpu_mode_is_unchanged_on_the_same_workload(tmp_path):
     assert parts["cpu"] > 0.85 * main, parts
     assert parts["sleep"] + parts["pipe"] + parts["lock"] < 0.1 * main, parts
     assert only < 0.02 * main, only  # the sleeper is absent
+
+
+def test_wall_totals_hold_for_threads_switching_100k_times_a_second(tmp_path):
+    """pingpong.py: two threads pass a byte through pipes for 3 s on one CPU,
+    each switching out >50k times a second.  Only about 200 of each thread's
+    blocks a second are walked, each standing for the blocks it was drawn
+    from, so each thread's wall time must still add up to the 3 s it ran."""
+    out, folded = tmp_path / "pp.json", tmp_path / "p.folded"
+    r = run_pyperf(["-F", "499", "--mode", "wall", "-o", str(folded), "--", "taskset", "-c", "0",
+                    newest(), os.path.join(WORKLOADS, "pingpong.py"), SECONDS, str(out)])
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["round_trips_per_s"] > 25000
+    stacks = parse_folded(folded.read_text())
+    for fn in ("pinger", "ponger"):
+        total = sum(c for f, c in stacks if fn in map(func_name, f)) / 1e6
+        assert abs(total - float(SECONDS)) < 0.15 * float(SECONDS), (fn, total)
 
 
 def test_offcpu_mode_has_no_cpu_leaf(tmp_path):
