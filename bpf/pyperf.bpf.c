@@ -48,6 +48,10 @@ const volatile bool gil_only = false;
 const volatile __u32 offcpu_walk_hz = 200;
 /* --async: note the asyncio task each sample's thread runs */
 const volatile bool async_stacks = false;
+/* --mode faults: one in about this many faults on anonymous memory is
+ * walked (0: not that mode; cpu_weight is then the bytes each walk stands
+ * for) */
+const volatile __u32 fault_every = 0;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -108,6 +112,14 @@ struct {
 	__type(key, int);
 	__type(value, struct offcpu_thread);
 } offcpu_threads SEC(".maps");
+
+/* --mode faults: per CPU, faults on anonymous memory until the next walk */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fault_countdown SEC(".maps");
 
 /* stack key -> samples; two maps, one filled while the loader drains the other */
 struct counts_map {
@@ -526,6 +538,43 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
 	return true;
 }
 
+/* bpf_find_vma's callback: is the mapping anonymous (no file behind it:
+ * heap, anonymous mmap, stacks)? */
+static long vma_is_anon(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(bool *)data = !vma->vm_file;
+	return 0;
+}
+
+/* --mode faults: should this page fault (at addr, of a profiled process) be
+ * walked?  One fault in fault_every is picked: the gap to the next is drawn
+ * uniformly from 1..2*fault_every-1 faults, per CPU, so each fault is picked
+ * with probability 1/fault_every whatever its pattern.  A picked fault is
+ * walked if it is on anonymous memory (heap, anonymous mmap, stack: new
+ * memory for the process, from a first touch, copy on write or swap-in) and
+ * then stands for fault_every such faults.  The mapping is looked up only
+ * for picked faults: bpf_find_vma costs several microseconds here, far more
+ * than the countdown. */
+static __always_inline bool fault_walked(__u64 addr)
+{
+	__u32 zero = 0, *left;
+	bool anon = false;
+
+	stat_inc(STAT_FAULTS);
+	left = bpf_map_lookup_elem(&fault_countdown, &zero);
+	if (!left)
+		return false;
+	if (*left > 1) {
+		(*left)--;
+		return false;
+	}
+	*left = fault_every <= 1 ? 1 : 1 + bpf_get_prandom_u32() % (2 * fault_every - 1);
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_is_anon, &anon, 0) || !anon)
+		return false;
+	stat_inc(STAT_FAULT_WALKS);
+	return true;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -545,6 +594,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			announce_unknown(tgid);
 		return 0;
 	}
+	if (fault_every && !fault_walked(ctx->addr))
+		return 0;
 	stat_inc(STAT_SAMPLES);
 	cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);

@@ -250,6 +250,7 @@ enum pyperf_mode {
 	MODE_CPU = 0,                /* on-CPU samples; counts are samples */
 	MODE_WALL,                   /* on-CPU samples and off-CPU time; counts are ns */
 	MODE_OFFCPU,                 /* off-CPU time only; counts are ns */
+	MODE_FAULTS,                 /* page faults on anonymous memory; counts are bytes */
 };
 
 /* stack flags */
@@ -513,6 +514,8 @@ enum stat_idx {
 	STAT_OFFCPU_WALKS,      /* of those, walked */
 	STAT_OFFCPU_BLOCKS,     /* walked blocks whose time was counted */
 	STAT_NO_GIL,            /* --gil: samples dropped, the thread did not hold the GIL */
+	STAT_FAULTS,            /* --mode faults: page faults of profiled processes */
+	STAT_FAULT_WALKS,       /* of those, picked, on anonymous memory and walked */
 	STAT_NR,
 };
 

@@ -103,12 +103,32 @@ static void test_errors_name_where(void **state)
 	assert_non_null(strstr(err, "--match: not a regular expression"));
 }
 
+static void test_faults_mode_and_its_interval(void **state)
+{
+	struct daemon_cfg c;
+	char err[256] = "";
+	struct daemon_setting ok[2] = { { "dir", "/tmp/p" }, { "fault-interval", "1M" } };
+	struct daemon_setting small = { "fault-interval", "1k" };
+
+	(void)state;
+	write_config("mode = faults\n");
+	assert_int_equal(daemon_cfg_load(&c, path, ok, 2, err, sizeof(err)), 0);
+	assert_int_equal(c.mode, MODE_FAULTS);
+	assert_int_equal(c.fault_bytes, 1u << 20);
+	unlink(path);
+	assert_int_equal(daemon_cfg_load(&c, NULL, ok, 1, err, sizeof(err)), 0);
+	assert_int_equal(c.fault_bytes, 0); /* the sampler's default */
+	assert_int_equal(daemon_cfg_load(&c, NULL, &small, 1, err, sizeof(err)), -1);
+	assert_string_equal(err, "--fault-interval: bad value '1k'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_need_a_sink),
 		cmocka_unit_test(test_file_then_command_line),
 		cmocka_unit_test(test_errors_name_where),
+		cmocka_unit_test(test_faults_mode_and_its_interval),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* cmdline.c - what the commands' option parsers share (see cmdline.h). */
 #include "cmdline.h"
 #include "env.h"
+#include "mode.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -103,14 +104,26 @@ int cmdline_duration(const char *cmd, const char *arg, double *out)
 
 int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out)
 {
-	if (!strcmp(arg, "cpu"))
-		*out = MODE_CPU;
-	else if (!strcmp(arg, "wall"))
-		*out = MODE_WALL;
-	else if (!strcmp(arg, "offcpu"))
-		*out = MODE_OFFCPU;
-	else
-		return fail_cmd(cmd, "--mode: cpu, wall or offcpu, not ", arg);
+	if (mode_parse(arg, out))
+		return fail_cmd(cmd, "--mode: " MODE_NAMES ", not ", arg);
+	return 0;
+}
+
+int cmdline_interval(const char *cmd, const char *arg, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (end != arg && (*end == 'k' || *end == 'K'))
+		v <<= 10, end++;
+	else if (end != arg && (*end == 'm' || *end == 'M'))
+		v <<= 20, end++;
+	if (errno || end == arg || *end || arg[0] == '-' || v < 4096 || v > (1ull << 32))
+		return fail_cmd(cmd, "--interval: bytes from 4096 to 4G (a K or M suffix "
+				"multiplies by 1024 or 1048576), not ", arg);
+	*out = v;
 	return 0;
 }
 

@@ -19,6 +19,8 @@ bool cmdline_long(const char *s, long lo, long hi, long *out);
  * message); 0, or 2 after a one-line message */
 int cmdline_duration(const char *cmd, const char *arg, double *out);
 int cmdline_freq(const char *cmd, const char *arg, int *out);
+/* --interval BYTES[K|M] (--mode faults) into *out; 2 with a message if bad */
+int cmdline_interval(const char *cmd, const char *arg, uint64_t *out);
 /* --mode cpu|wall|offcpu */
 int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out);
 /* a process id, or -1 */

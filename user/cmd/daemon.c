@@ -80,7 +80,9 @@ static void usage(void)
 	       "  -c, --config FILE        settings as `key = value` lines (keys: the long\n"
 	       "                           options below); the command line wins\n"
 	       "  -F, --frequency HZ       samples per second per CPU (default 19)\n"
-	       "      --mode MODE          cpu (default), wall or offcpu (see pyperf-bpf --help)\n"
+	       "      --mode MODE          cpu (default), wall, offcpu or faults (see pyperf-bpf\n"
+	       "                           --help)\n"
+	       "      --fault-interval SIZE  faults: one walked fault per SIZE bytes (256K)\n"
 	       "  -i, --interval SECONDS   one profile per process per interval (default 60)\n"
 	       "      --match REGEX        only processes whose name or command line matches\n"
 	       "      --cgroup PATH        only processes in this cgroup (v2) or below it\n"
@@ -109,6 +111,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "mode", required_argument, NULL, 0 },
+		{ "fault-interval", required_argument, NULL, 0 },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "match", required_argument, NULL, 0 },
 		{ "cgroup", required_argument, NULL, 0 },
@@ -229,11 +232,12 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 
 	if (d->spool)
 		spool_get_stats(d->spool, &ss);
-	/* counts are samples, or nanoseconds of thread time (--mode wall, offcpu) */
+	/* counts are samples, nanoseconds of thread time (--mode wall, offcpu) or
+	 * bytes (--mode faults) */
 	dlog(DLOG_INFO, "stats: interval %.1f s, %llu %s, %zu processes, %llu dropped "
 	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
 	     "(%llu bytes), %llu profiles dropped, own CPU %.3f %%, RSS %.1f MB",
-	     secs, (unsigned long long)prof->total, d->cfg.mode == MODE_CPU ? "samples" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
+	     secs, (unsigned long long)prof->total, d->cfg.mode == MODE_CPU ? "samples" : mode_is_bytes(d->cfg.mode) ? "bytes" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
 	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,
@@ -364,6 +368,7 @@ static void on_hup(void *ctx)
 		return;
 	}
 	if (c.freq != d->cfg.freq || c.mode != d->cfg.mode || c.gil != d->cfg.gil ||
+	    c.fault_bytes != d->cfg.fault_bytes ||
 	    c.no_kernel != d->cfg.no_kernel ||
 	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
 	    strcmp(c.spool, d->cfg.spool) || !c.push[0] != !d->cfg.push[0]) {
@@ -371,6 +376,7 @@ static void on_hup(void *ctx)
 		     "--push on or off take a restart; the rest is applied");
 		c.freq = d->cfg.freq;
 		c.mode = d->cfg.mode;
+		c.fault_bytes = d->cfg.fault_bytes;
 		c.gil = d->cfg.gil;
 		c.no_kernel = d->cfg.no_kernel;
 		c.python_only = d->cfg.python_only;
@@ -425,6 +431,7 @@ int daemon_main(int argc, char **argv)
 	session_install_signals(&h); /* a SIGTERM from now on still ends in a flush */
 	o.freq = d.cfg.freq;
 	o.mode = d.cfg.mode;
+	o.interval = d.cfg.fault_bytes;
 	o.gil_only = d.cfg.gil;
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;
@@ -440,7 +447,8 @@ int daemon_main(int argc, char **argv)
 	o.counts_entries = env.counts_entries;
 	o.debuginfo_path = env.debuginfo_path;
 	o.vmlinux_btf = env.vmlinux_btf;
-	dlog(DLOG_INFO, "profiling CPython processes at %d Hz, one profile per process every %.0f s%s%s%s%s",
+	dlog(DLOG_INFO, "profiling CPython processes (%s mode) at %d Hz, one profile per process "
+	     "every %.0f s%s%s%s%s", mode_name(d.cfg.mode),
 	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,
 	     d.cfg.push[0] ? ", pushed to " : "", d.cfg.push);
 	rc = session_run(&o, &h);

@@ -2,6 +2,7 @@
  * then the --config file, then the command line, each value checked. */
 #include "daemon_config.h"
 #include "errmsg.h"
+#include "mode.h"
 #include "pyperf.h"
 
 #include <ctype.h>
@@ -89,13 +90,7 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 #undef STR
 	errno = 0;
 	if (!strcmp(key, "mode")) {
-		if (!strcmp(v, "cpu"))
-			c->mode = MODE_CPU;
-		else if (!strcmp(v, "wall"))
-			c->mode = MODE_WALL;
-		else if (!strcmp(v, "offcpu"))
-			c->mode = MODE_OFFCPU;
-		else
+		if (mode_parse(v, &c->mode))
 			goto bad;
 	} else if (!strcmp(key, "frequency")) {
 		l = strtol(v, &end, 10);
@@ -120,6 +115,10 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 			goto bad;
 	} else if (!strcmp(key, "unwind-bytes")) {
 		if (!parse_size(v, &c->unwind_bytes) || c->unwind_bytes < 4096)
+			goto bad;
+	} else if (!strcmp(key, "fault-interval")) {
+		if (!parse_size(v, &c->fault_bytes) || c->fault_bytes < 4096 ||
+		    c->fault_bytes > (1ull << 32))
 			goto bad;
 	} else if (!strcmp(key, "stats")) {
 		if (!parse_bool(v, &c->stats))

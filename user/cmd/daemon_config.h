@@ -26,6 +26,7 @@ struct daemon_cfg {
 	char spool[1024];
 	uint64_t spool_bytes;
 	uint64_t unwind_bytes;       /* cap on the native unwind tables */
+	uint64_t fault_bytes;        /* mode=faults: bytes a walked fault stands for (0: default) */
 	char app_env[128];
 	char log[1024];              /* "" stderr */
 	bool stats, no_kernel, python_only, gil;

@@ -2,6 +2,7 @@
 #include "daemon_sinks.h"
 #include "errmsg.h"
 #include "dlog.h"
+#include "mode.h"
 #include "outfile.h"
 
 #include <ctype.h>
@@ -61,6 +62,8 @@ void sink_push(struct spool *sp, const char *host, const char *app, int pid, uin
 	url_escape(name, ename, sizeof(ename));
 	if (mode == MODE_CPU)
 		snprintf(rate, sizeof(rate), "sampleRate=%d", freq);
+	else if (mode_is_bytes(mode))
+		snprintf(rate, sizeof(rate), "units=bytes&aggregationType=sum");
 	else
 		snprintf(rate, sizeof(rate), "units=nanoseconds&aggregationType=sum");
 	snprintf(query, sizeof(query), "name=%s&from=%llu&until=%llu&format=pprof&%s"

@@ -139,7 +139,11 @@ static void usage(FILE *f)
 		"      --mode MODE          cpu: time on a CPU (default); offcpu: time off it\n"
 		"                           (sleeping, blocked, waiting), at the stack it\n"
 		"                           blocked in; wall: both, every thread's wall time\n"
-		"                           (counts in ns; folded in microseconds)\n"
+		"                           (counts in ns; folded in microseconds); faults:\n"
+		"                           anonymous memory faulted in (RSS growth), at the\n"
+		"                           stack that touched it (counts in bytes)\n"
+		"      --interval BYTES     faults: walk about one fault per BYTES faulted in\n"
+		"                           (default 256K; 4K: every fault)\n"
 		"      --gil                only samples of threads holding the GIL\n"
 		"      --async              asyncio (CPython 3.12+): a task's frames under\n"
 		"                           <task NAME> frames of it and the tasks awaiting it\n"
@@ -165,7 +169,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC };
+       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -173,6 +177,7 @@ static const struct option long_opts[] = {
 	{ "frequency", required_argument, NULL, 'F' },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
@@ -218,6 +223,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))
+				return 2;
+			break;
+		case OPT_INTERVAL:
+			if (cmdline_interval("", optarg, &o->s.interval))
 				return 2;
 			break;
 		case 'o':

@@ -78,8 +78,11 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	uint64_t dt = t->total - t->ptotal;
 	int lines = screen_rows(t);
 	size_t show = t->o->top;
-	/* seconds per count: a sample, or a nanosecond in the off-CPU modes */
-	double period = t->o->s.mode == MODE_CPU ? 1.0 / t->o->s.freq : 1e-9;
+	/* seconds per count: a sample, or a nanosecond in the off-CPU modes;
+	 * MiB per count (a byte) in faults mode */
+	bool bytes = mode_is_bytes(t->o->s.mode);
+	double period = t->o->s.mode == MODE_CPU ? 1.0 / t->o->s.freq : bytes ? 1.0 / 1048576 : 1e-9;
+	char u = bytes ? 'M' : 's';
 
 	if (lines && (size_t)(lines - 5) < show)
 		show = (size_t)(lines - 5);
@@ -89,16 +92,20 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 		printf("pyperf-bpf top: %.0f s, %d Hz, %llu samples (%llu in the last interval)%s\n",
 		       elapsed, t->o->s.freq, (unsigned long long)t->total,
 		       (unsigned long long)dt, t->tty ? "   q: quit" : "");
+	else if (bytes)
+		printf("pyperf-bpf top: %.0f s, faults mode, %.2f MiB faulted in (%.2f MiB in the "
+		       "last interval)%s\n", elapsed, t->total * period, dt * period,
+		       t->tty ? "   q: quit" : "");
 	else
 		printf("pyperf-bpf top: %.0f s, %s mode, %.2f s of thread time (%.2f s in the last "
 		       "interval)%s\n", elapsed, t->o->s.mode == MODE_WALL ? "wall" : "offcpu",
 		       t->total * 1e-9, dt * 1e-9, t->tty ? "   q: quit" : "");
-	printf("\n%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
-	       "Function (file)");
+	printf("\n%7s %7s %9s %9s  %s\n", "%Own", "%Total", bytes ? "OwnMiB" : "OwnTime",
+	       bytes ? "TotalMiB" : "TotalTime", "Function (file)");
 	for (size_t i = 0; i < n && i < show; i++)
-		printf("%6.1f%% %6.1f%% %8.2fs %8.2fs  %s\n", pct(rows[i].dself, dt),
-		       pct(rows[i].dtotal, dt), rows[i].f->own * period,
-		       rows[i].f->total * period, rows[i].label);
+		printf("%6.1f%% %6.1f%% %8.2f%c %8.2f%c  %s\n", pct(rows[i].dself, dt),
+		       pct(rows[i].dtotal, dt), rows[i].f->own * period, u,
+		       rows[i].f->total * period, u, rows[i].label);
 	if (!t->tty)
 		putchar('\n');
 	fflush(stdout);
@@ -224,7 +231,7 @@ int top_run(struct record_opts *o)
 
 /* ---- the command line ---- */
 
-enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL, OPT_ASYNC };
+enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL };
 
 int top_main(int argc, char **argv)
 {
@@ -234,6 +241,7 @@ int top_main(int argc, char **argv)
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "gil", no_argument, NULL, OPT_GIL },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "native", no_argument, NULL, 'n' },
 		{ "rows", required_argument, NULL, OPT_ROWS },
@@ -266,6 +274,10 @@ int top_main(int argc, char **argv)
 		case OPT_GIL:
 			o.s.gil_only = true;
 			break;
+		case OPT_INTERVAL:
+			if (cmdline_interval("top ", optarg, &o.s.interval))
+				return 2;
+			break;
 		case OPT_ASYNC:
 			o.s.async_stacks = true;
 			break;
@@ -286,8 +298,9 @@ int top_main(int argc, char **argv)
 			       "  -p, --pid PID[,PID...]   these processes\n"
 			       "  -d, --duration SECONDS   stop after this long\n"
 			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
-			       "      --mode MODE          cpu (default), wall or offcpu: see\n"
+			       "      --mode MODE          cpu (default), wall, offcpu or faults: see\n"
 			       "                           pyperf-bpf --help\n"
+			       "      --interval BYTES     faults: one walked fault per BYTES (256K)\n"
 			       "      --gil                only threads holding the GIL\n"
 			       "      --async              asyncio tasks: a task's frames under <task NAME>\n"
 			       "                           frames of it and the tasks awaiting it\n"

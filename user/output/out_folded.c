@@ -78,8 +78,9 @@ int out_folded(FILE *f, const struct out_ctx *c)
 	qsort(lines, nlines, sizeof(*lines), cmp_line);
 	for (size_t i = 0; i < nlines; i++) {
 		/* off-CPU modes count nanoseconds: lines are weighted in
-		 * microseconds, rounded; one under half a microsecond goes */
-		uint64_t w = c->mode == MODE_CPU ? lines[i].count : (lines[i].count + 500) / 1000;
+		 * microseconds, rounded; one under half a microsecond goes.
+		 * Samples and bytes are weighted as they are. */
+		uint64_t w = !mode_is_time(c->mode) ? lines[i].count : (lines[i].count + 500) / 1000;
 
 		if (w)
 			fprintf(f, "%s %llu\n", lines[i].text, (unsigned long long)w);

@@ -415,9 +415,8 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 
 	count.type = str_id(b, "samples");
 	count.unit = str_id(b, "count");
-	cpu.type = str_id(b, b->c->mode == MODE_WALL ? "wall" : b->c->mode == MODE_OFFCPU ? "offcpu"
-											  : "cpu");
-	cpu.unit = str_id(b, "nanoseconds");
+	cpu.type = str_id(b, mode_name(b->c->mode));
+	cpu.unit = str_id(b, mode_unit(b->c->mode));
 	if (b->failed) {
 		errno = ENOMEM;
 		return -1;
@@ -425,13 +424,13 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	if (b->c->mode == MODE_CPU) {
 		p.n_sample_type = 2;
 		p.sample_type = types;
-	} else { /* the time itself: [wall or offcpu, nanoseconds] */
+	} else { /* the quantity itself: [wall or offcpu, nanoseconds], [faults, bytes] */
 		p.n_sample_type = 1;
 		p.sample_type = types + 1;
 	}
 	p.default_sample_type = cpu.type;
 	p.period_type = &cpu;
-	p.period = b->c->mode == MODE_OFFCPU ? 0 : period;
+	p.period = b->c->mode == MODE_OFFCPU || b->c->mode == MODE_FAULTS ? 0 : period;
 	p.n_sample = b->samples.n;
 	p.sample = (Sample **)b->samples.v;
 	p.n_mapping = b->maps.n;

@@ -27,12 +27,21 @@ static int by_total(const void *a, const void *b)
 	return by_own(a, b);
 }
 
-/* seconds per count: a sample's period, or a nanosecond */
+/* seconds per count (a sample's period, or a nanosecond), or MiB per
+ * count (a byte) */
 static double per_count(const struct out_ctx *c)
 {
+	if (mode_is_bytes(c->mode))
+		return 1.0 / 1048576;
 	if (c->mode != MODE_CPU)
 		return 1e-9;
 	return c->freq ? 1.0 / c->freq : 0;
+}
+
+/* the unit per_count gives, after a number */
+static const char *count_unit(const struct out_ctx *c)
+{
+	return mode_is_bytes(c->mode) ? "M" : "s";
 }
 
 static void print_table(FILE *f, const struct out_ctx *c, struct fn_count **rows, size_t n,
@@ -47,7 +56,8 @@ static void print_table(FILE *f, const struct out_ctx *c, struct fn_count **rows
 		fprintf(f, "  %%Own   %%Total  OwnTime (on-CPU  off-CPU)  TotalTime (on-CPU  "
 			"off-CPU)  Function (filename:line)\n");
 	else
-		fprintf(f, "  %%Own   %%Total  OwnTime  TotalTime  Function (filename:line)\n");
+		fprintf(f, "  %%Own   %%Total  %s  Function (filename:line)\n",
+			mode_is_bytes(c->mode) ? "  OwnMiB TotalMiB" : "OwnTime  TotalTime");
 	for (size_t i = 0; i < n && i < c->top; i++) {
 		const struct fn_count *r = rows[i];
 		const struct func *fn = r->fn;
@@ -58,8 +68,9 @@ static void print_table(FILE *f, const struct out_ctx *c, struct fn_count **rows
 				(r->own - r->own_off) * per, r->own_off * per, r->total * per,
 				(r->total - r->total_off) * per, r->total_off * per, fn->name);
 		else
-			fprintf(f, "%6.2f%% %6.2f%% %7.2fs %9.2fs  %s", 100.0 * r->own / total,
-				100.0 * r->total / total, r->own * per, r->total * per, fn->name);
+			fprintf(f, "%6.2f%% %6.2f%% %7.2f%s %9.2f%s  %s", 100.0 * r->own / total,
+				100.0 * r->total / total, r->own * per, count_unit(c), r->total * per,
+				count_unit(c), fn->name);
 		if (fn->kind == FN_PYTHON)
 			fprintf(f, " (%s:%d)\n", fn->file, fn->firstlineno);
 		else if (fn->kind == FN_MARK)
@@ -87,13 +98,18 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
 	uint64_t lost = st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL] + p->unattributed;
-	const char *unit = c->mode == MODE_CPU ? "samples" : "s";
-	double per = c->mode == MODE_CPU ? 1 : 1e-9;
+	const char *unit = c->mode == MODE_CPU ? "samples" : mode_is_bytes(c->mode) ? "MiB" : "s";
+	double per = c->mode == MODE_CPU ? 1 : per_count(c);
 
 	if (c->mode == MODE_CPU)
 		fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): "
 			"%.1f samples/s\n", (unsigned long long)shown, c->duration_s, c->freq,
 			c->ncpus, c->duration_s > 0 ? shown / c->duration_s : 0.0);
+	else if (mode_is_bytes(c->mode))
+		fprintf(f, "pyperf-bpf: faults mode: %.2f MiB of anonymous memory faulted in, in "
+			"%.2f s (%llu page faults, %llu walked: anonymous memory)\n",
+			shown * per, c->duration_s, (unsigned long long)st[STAT_FAULTS],
+			(unsigned long long)st[STAT_FAULT_WALKS]);
 	else
 		fprintf(f, "pyperf-bpf: %s mode: %.2f s of thread time in %.2f s (on-CPU %.2f s, "
 			"sampled at %d Hz per CPU; off-CPU %.2f s, from %llu of %llu blocks "
@@ -125,7 +141,8 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
 		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]),
-		c->mode == MODE_CPU ? 0 : 2, native_only * per, c->mode == MODE_CPU ? "" : " s");
+		c->mode == MODE_CPU ? 0 : 2, native_only * per,
+		c->mode == MODE_CPU ? "" : mode_is_bytes(c->mode) ? " MiB" : " s");
 	if (st[STAT_NO_GIL])
 		fprintf(f, "--gil: %llu samples of threads not holding the GIL left out\n",
 			(unsigned long long)st[STAT_NO_GIL]);

@@ -232,13 +232,15 @@ static void color(enum svg_kind k, bool off, const char *label, char *out, size_
 	}
 }
 
+enum { UNIT_SAMPLE = 0, UNIT_NS = 1, UNIT_BYTE = 2 }; /* the script's `unit` too */
+
 struct draw {
 	FILE *f;
 	uint64_t total;
 	double scale;                /* pixels per sample */
 	unsigned height;
 	bool icicle;
-	bool ns;                     /* counts are nanoseconds (--mode wall, offcpu) */
+	int unit;                    /* what a count is: UNIT_SAMPLE, UNIT_NS, UNIT_BYTE */
 };
 
 static double frame_y(const struct draw *d, unsigned depth)
@@ -261,9 +263,11 @@ static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigne
 	put_xml(d->f, n->label);
 	fputs("\"><title>", d->f);
 	put_xml(d->f, n->label);
-	if (d->ns)
+	if (d->unit == UNIT_NS)
 		fprintf(d->f, " (%.3f ms, %.0f%% off-CPU, ", n->count / 1e6,
 			100.0 * (double)n->off / (double)(n->count ? n->count : 1));
+	else if (d->unit == UNIT_BYTE)
+		fprintf(d->f, " (%.2f MiB, ", n->count / 1048576.0);
 	else
 		fprintf(d->f, " (%llu samples, ", (unsigned long long)n->count);
 	fprintf(d->f, "%.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
@@ -288,8 +292,9 @@ static void sort_tree(struct node *n)
 /* The script: zoom, search, details.  Frame positions are recomputed from
  * data-x, data-samples and data-depth, so zooming needs no layout data. */
 static const char script[] =
-	"var W = %d, PAD = 10, total = %llu, zoomed = null, ns = %d;\n"
-	"function amount(v) { return ns ? (v / 1e6).toFixed(3) + ' ms' : v + ' samples'; }\n"
+	"var W = %d, PAD = 10, total = %llu, zoomed = null, unit = %d;\n"
+	"function amount(v) { return unit == 1 ? (v / 1e6).toFixed(3) + ' ms' : unit == 2 ?\n"
+	"  (v / 1048576).toFixed(2) + ' MiB' : v + ' samples'; }\n"
 	"var frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
 	"var details = document.getElementById('details'), matched = document.getElementById('matched');\n"
 	"var unzoom = document.getElementById('unzoom');\n"
@@ -366,7 +371,8 @@ static const char script[] =
 static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 {
 	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle,
-			  .ns = c->mode != MODE_CPU };
+			  .unit = mode_is_time(c->mode) ? UNIT_NS : mode_is_bytes(c->mode) ? UNIT_BYTE
+									       : UNIT_SAMPLE };
 	unsigned depth = t->depth + 1;
 
 	d.height = TOP + depth * FRAME_H + BOTTOM + 4;
@@ -386,6 +392,11 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 			"text-anchor=\"middle\">cpu mode: %llu samples in %.1f s at %d Hz per CPU; "
 			"Python yellow, native red, kernel blue</text>\n",
 			(unsigned long long)d.total, c->duration_s, c->freq);
+	else if (c->mode == MODE_FAULTS)
+		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
+			"text-anchor=\"middle\">faults mode: %.2f MiB of anonymous memory faulted in "
+			"in %.1f s; Python yellow, native red, kernel blue</text>\n",
+			d.total / 1048576.0, c->duration_s);
 	else
 		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
 			"text-anchor=\"middle\">%s mode: %.2f s of thread time in %.1f s (off-CPU "
@@ -403,7 +414,7 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 		draw(&d, &t->root, 0, 0);
 	fprintf(f, "<text id=\"details\" x=\"10\" y=\"%u\"> </text>\n<script><![CDATA[\n",
 		d.height - 10);
-	fprintf(f, script, WIDTH, (unsigned long long)(d.total ? d.total : 1), d.ns);
+	fprintf(f, script, WIDTH, (unsigned long long)(d.total ? d.total : 1), d.unit);
 	fputs("]]></script>\n</svg>\n", f);
 	return ferror(f) ? -1 : 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "mode.h"
 #include "profile.h"
 #include "sbuf.h"
 
@@ -17,7 +18,7 @@ struct out_ctx {
 	bool proc_frames;            /* a root frame per process */
 	double duration_s;
 	int freq;
-	enum pyperf_mode mode;       /* MODE_CPU: counts are samples; else nanoseconds */
+	enum pyperf_mode mode;       /* what a count is (mode.h): a sample, ns or a byte */
 	int ncpus;
 	uint64_t stats[STAT_NR];     /* sampler counters */
 	size_t top;                  /* rows per report table */

@@ -88,6 +88,13 @@ unsigned offcpu_walk_hz(int freq)
 	return freq * 2 > 200 ? (unsigned)freq * 2 : 200;
 }
 
+unsigned fault_every(uint64_t interval)
+{
+	uint64_t k = (interval ? interval : FAULT_INTERVAL_DEFAULT) / FAULT_PAGE;
+
+	return k < 1 ? 1 : k > (1u << 20) ? 1u << 20 : (unsigned)k;
+}
+
 /* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
  * -1 for a record whose counts do not match its length. */
 static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
@@ -203,9 +210,14 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	if (o->mode == MODE_WALL)
 		s->skel->rodata->cpu_weight = 1000000000ull / (unsigned)o->freq;
 	s->skel->rodata->offcpu_walk_hz = offcpu_walk_hz(o->freq);
+	if (o->mode == MODE_FAULTS) {
+		s->skel->rodata->fault_every = fault_every(o->interval);
+		s->skel->rodata->cpu_weight = (__u64)fault_every(o->interval) * FAULT_PAGE;
+	}
 	/* the scheduler hook costs every context switch of the host: only when
 	 * off-CPU time is wanted */
-	bpf_program__set_autoload(s->skel->progs.on_switch, o->mode != MODE_CPU);
+	bpf_program__set_autoload(s->skel->progs.on_switch,
+				  o->mode == MODE_WALL || o->mode == MODE_OFFCPU);
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 	bpf_map__set_max_entries(s->skel->maps.scratch_map,
@@ -358,15 +370,22 @@ int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
 	return bpf_map__update_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), BPF_ANY);
 }
 
-static int perf_open_cpu_clock(int cpu, int freq)
+/* cpu's event that runs on_sample: its cpu-clock at freq, or (--mode
+ * faults) every page fault, which on_sample picks from itself */
+static int perf_open_sampling(int cpu, int freq, enum pyperf_mode mode)
 {
 	struct perf_event_attr a;
 
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_CPU_CLOCK;
-	a.sample_period = 1000000000ull / (unsigned)freq; /* cpu-clock counts nanoseconds */
+	if (mode == MODE_FAULTS) {
+		a.config = PERF_COUNT_SW_PAGE_FAULTS;
+		a.sample_period = 1;
+	} else {
+		a.config = PERF_COUNT_SW_CPU_CLOCK;
+		a.sample_period = 1000000000ull / (unsigned)freq; /* cpu-clock counts ns */
+	}
 	return syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -388,11 +407,12 @@ int sampler_start(struct sampler *s, char *err, size_t errlen)
 	for (int cpu = 0; cpu < n; cpu++)
 		s->pfds[cpu] = -1;
 	for (int cpu = 0; cpu < n && s->mode != MODE_OFFCPU; cpu++) {
-		s->pfds[cpu] = perf_open_cpu_clock(cpu, s->freq);
+		s->pfds[cpu] = perf_open_sampling(cpu, s->freq, s->mode);
 		if (s->pfds[cpu] < 0) {
 			if (errno == ENODEV || errno == ENOENT)
 				continue; /* possible but offline CPU */
-			set_err(err, errlen, "perf_event_open(cpu-clock, cpu %d): %s", cpu,
+			set_err(err, errlen, "perf_event_open(%s, cpu %d): %s",
+				 s->mode == MODE_FAULTS ? "page-faults" : "cpu-clock", cpu,
 				 strerror(errno));
 			return -1;
 		}

@@ -20,6 +20,8 @@ struct sampler_opts {
 	bool native_stacks;          /* unwind native user stacks */
 	bool gil_only;               /* only samples of threads holding the GIL (--gil) */
 	bool async_stacks;           /* note each sample's asyncio task (--async) */
+	uint64_t interval;           /* --mode faults: bytes a walked fault stands for, on
+				      * average (0: FAULT_INTERVAL_DEFAULT) */
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 };
@@ -48,6 +50,11 @@ typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t 
  * per second at most (blocks beyond are walked with a probability and
  * weighted by its inverse): twice the sampling rate, at least 200. */
 unsigned offcpu_walk_hz(int freq);
+/* --mode faults: a fault brings in a page of this many bytes; one in
+ * interval / FAULT_PAGE of them is picked (256 KiB: one in 64) */
+#define FAULT_PAGE 4096u
+#define FAULT_INTERVAL_DEFAULT (256u * 1024)
+unsigned fault_every(uint64_t interval);
 /* 0 if this process may load and attach the sampler; else -1 and why. */
 int sampler_check_privileges(char *err, size_t errlen);
 int sampler_open(struct sampler **out, const struct sampler_opts *o,

@@ -631,7 +631,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"first_complete_native_ms\": %.1f, \"warmup_s\": %.1f, "
 		"\"loader_cpu_after_warmup_s\": %.6f, \"after_warmup_s\": %.3f, "
 		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
-		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu}\n",
+		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu, "
+		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -648,7 +649,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		WARMUP_NS / 1e9, warm, secs - WARMUP_NS / 1e9, cpu - r->end_cpu,
 		(unsigned long long)scnt, (unsigned long long)sns,
 		(unsigned long long)st[STAT_SWITCHES], (unsigned long long)st[STAT_OFFCPU_WALKS],
-		(unsigned long long)st[STAT_OFFCPU_BLOCKS]);
+		(unsigned long long)st[STAT_OFFCPU_BLOCKS], (unsigned long long)st[STAT_FAULTS],
+		(unsigned long long)st[STAT_FAULT_WALKS]);
 	fclose(f);
 }
 
@@ -665,7 +667,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .mode = o->mode, .gil_only = o->gil_only,
-				   .async_stacks = o->async_stacks,
+				   .async_stacks = o->async_stacks, .interval = o->interval,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };

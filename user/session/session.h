@@ -21,6 +21,8 @@ struct session_opts {
 	int freq;                    /* -F */
 	enum pyperf_mode mode;       /* --mode */
 	bool gil_only;               /* --gil */
+	uint64_t interval;           /* --interval: bytes a walked fault stands for (faults);
+				      * 0: the default */
 	bool async_stacks;           /* --async: stacks of asyncio tasks */
 	bool verbose;
 	bool no_kernel;              /* --no-kernel or --python-only */

@@ -1,0 +1,98 @@
+"""--mode faults against ground truth: faults.py takes a fresh 200 MB
+bytearray in toucher() and writes a byte into each of its pages, so toucher
+faults every page in; busy() before and after works with small objects that
+pymalloc serves from arenas it has.  The faulted-in bytes of the profile must
+sit under toucher (>= 90 %) and add up to what it touched; the outputs carry
+the mode (pprof faults/bytes read back by Google's pprof, SVG, speedscope and
+the report in bytes).
+
+The split runs on every CPython present (the walk reads each version's
+frames); the outputs, --interval and top on the newest one (they do not
+depend on the version)."""
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+
+from conftest import SUPPORTED, WORKLOADS, func_name, record_workload, run_pyperf, \
+    supported_pythons
+from pprofread import decode
+
+MB = "200"
+
+
+def newest():
+    assert SUPPORTED, "no supported CPython"
+    return SUPPORTED[-1][0]
+
+
+def record(python, tmp_path, also=(), extra=()):
+    stacks, outs, r = record_workload(python, tmp_path, "faults.py", MB, also=also,
+                                      extra=["--mode", "faults", *extra])
+    return stacks, json.loads(r.stdout.strip().splitlines()[-1]), outs, r
+
+
+def toucher_bytes(stacks):
+    return sum(c for f, c in stacks if "toucher" in map(func_name, f))
+
+
+@supported_pythons()
+def test_faults_go_to_the_function_that_touched_the_memory(python, tmp_path):
+    stacks, truth, _, _ = record(python[0], tmp_path)
+    total = sum(c for _, c in stacks)  # folded weights are bytes in faults mode
+    touched = toucher_bytes(stacks)
+    assert touched >= 0.9 * total, (touched, total, sorted(stacks, key=lambda s: -s[1])[:5])
+    # one in 64 faults is walked (256 KiB): 800 of toucher's 51200, an estimate
+    # within a few per cent
+    assert abs(touched - truth["touched_bytes"]) <= 0.1 * truth["touched_bytes"], \
+        (touched, truth)
+    assert not any("busy" in map(func_name, f) and c > 0.05 * total for f, c in stacks)
+
+
+def test_faults_formats_carry_the_mode_and_the_same_totals(tmp_path):
+    stacks, truth, (prof, svg, ss, txt), _ = record(
+        newest(), tmp_path, also=[".pb.gz", ".svg", ".speedscope.json", ".txt"])
+    total = sum(c for _, c in stacks)
+    head, samples, _, _ = decode(str(prof))
+    assert head["types"].split() == ["faults/bytes[dflt]"], head
+    assert sum(s[0] for s in samples) == total
+    root = [g for g in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}g")
+            if g.get("class") == "f" and g.get("data-depth") == "0"]
+    assert int(root[0].get("data-samples")) == total
+    subtitle = re.search(r'id="subtitle"[^>]*>([^<]*)<', svg.read_text()).group(1)
+    assert subtitle.startswith("faults mode:") and "MiB" in subtitle, subtitle
+    d = json.loads(ss.read_text())
+    assert all(p["unit"] == "bytes" for p in d["profiles"])
+    assert sum(sum(p["weights"]) for p in d["profiles"]) == total
+    report = txt.read_text()
+    m = re.search(r"faults mode: ([\d.]+) MiB of anonymous memory faulted in, in [\d.]+ s "
+                  r"\((\d+) page faults, (\d+) walked: anonymous memory\)", report)
+    assert m, report[:400]
+    assert abs(float(m.group(1)) * 2**20 - total) < 0.01 * 2**20 + 0.001 * total
+    assert int(m.group(2)) >= int(truth["touched_bytes"]) // 4096
+    assert "OwnMiB TotalMiB" in report
+    assert re.search(r"^ *[\d.]+% +[\d.]+% +[\d.]+M +[\d.]+M  toucher ", report, re.M), report
+
+
+def test_faults_interval_4k_walks_every_fault(tmp_path):
+    stacks, truth, (txt,), _ = record(newest(), tmp_path, also=[".txt"],
+                                      extra=["--interval", "4K"])
+    m = re.search(r"\((\d+) page faults, (\d+) walked: anonymous memory\)", txt.read_text())
+    # every fault picked: all but the few on file mappings (code pages) walked
+    assert m and 0.9 * int(m.group(1)) <= int(m.group(2)) <= int(m.group(1)), txt.read_text()[:300]
+    assert abs(toucher_bytes(stacks) - truth["touched_bytes"]) <= 0.02 * truth["touched_bytes"]
+
+
+def test_faults_bad_interval_is_refused(tmp_path):
+    for bad in ("0", "1k", "-4096", "4096x", "5G"):
+        r = run_pyperf(["--mode", "faults", "--interval", bad, "--", newest(), "-c", "pass"])
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (bad, r.stderr)
+        assert "--interval" in r.stderr
+
+
+def test_top_faults_mode_shows_mebibytes(tmp_path):
+    r = run_pyperf(["top", "--mode", "faults", "--", newest(),
+                    os.path.join(WORKLOADS, "faults.py"), MB, "10"])  # a few seconds
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"faults mode, [\d.]+ MiB faulted in", r.stdout), r.stdout[:300]
+    assert "OwnMiB" in r.stdout and re.search(r"[\d.]+M +[\d.]+M  toucher", r.stdout), r.stdout
