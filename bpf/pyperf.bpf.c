@@ -52,6 +52,13 @@ const volatile bool async_stacks = false;
  * walked (0: not that mode; cpu_weight is then the bytes each walk stands
  * for) */
 const volatile __u32 fault_every = 0;
+/* --mode alloc: the mean number of bytes between two sampled allocations
+ * (0: not that mode), a table of exponential gaps with that mean (in
+ * 1/1024 of it) and the weight of a sampled allocation (in 1/1024 of the
+ * interval) by its size (see alloc_seen) */
+const volatile __u64 alloc_interval = 0;
+const volatile __u32 alloc_gap[ALLOC_GAPS] = {};
+const volatile __u32 alloc_weight[ALLOC_XSTEPS] = {};
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -575,8 +582,11 @@ static __always_inline bool fault_walked(__u64 addr)
 	return true;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/* The current thread's stack, counted with weight: the Python and native
+ * user stacks from regs (user-mode registers, or kernel ones: the thread's
+ * own at its kernel entry are used), and the kernel stack when regs are
+ * kernel ones. */
+static __always_inline void sample_current(void *ctx, struct pt_regs *regs, __u64 weight)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
@@ -586,29 +596,116 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct stack_key key;
 	__u32 idx = active & 1;
 
-	if (!tgid || !is_profiled(tgid))
-		return 0;
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p) {
 		if (bpf_get_current_task_btf()->mm) /* kernel threads are never Python */
+			announce_unknown(tgid);
+		return;
+	}
+	stat_inc(STAT_SAMPLES);
+	cpu = bpf_get_smp_processor_id();
+	s = bpf_map_lookup_elem(&scratch_map, &cpu);
+	if (!s)
+		return;
+	s->ev.nkernel = 0;
+	user_regs_of(s, regs);
+	if (!walk_current(&w, s, p, tgid, tid, idx, 0, 0, &key))
+		return;
+	/* a sample taken in user mode has no kernel stack: not asked for */
+	if (kernel_stacks && (*(volatile __u64 *)&regs->cs & 3) != 3)
+		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
+	count_stack(&w, &key, idx, weight);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!tgid || !is_profiled(tgid))
+		return 0;
+	if (alloc_interval) {
+		/* --mode alloc: the clock only finds new processes, whose
+		 * allocator is probed once the loader knows them */
+		if (!bpf_map_lookup_elem(&procs, &tgid) && bpf_get_current_task_btf()->mm)
 			announce_unknown(tgid);
 		return 0;
 	}
 	if (fault_every && !fault_walked(ctx->addr))
 		return 0;
-	stat_inc(STAT_SAMPLES);
-	cpu = bpf_get_smp_processor_id();
-	s = bpf_map_lookup_elem(&scratch_map, &cpu);
-	if (!s)
-		return 0;
-	s->ev.nkernel = 0;
-	user_regs_of(s, (struct pt_regs *)&ctx->regs);
-	if (!walk_current(&w, s, p, tgid, tid, idx, 0, 0, &key))
-		return 0;
-	/* a sample taken in user mode has no kernel stack: not asked for */
-	if (kernel_stacks && (*(volatile __u64 *)&ctx->regs.cs & 3) != 3)
-		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
-	count_stack(&w, &key, idx, cpu_weight);
+	sample_current(ctx, (struct pt_regs *)&ctx->regs, cpu_weight);
+	return 0;
+}
+
+/* ---- allocations (--mode alloc) ---- */
+
+/* per CPU, bytes still to allocate before the next sampled allocation */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} alloc_left SEC(".maps");
+
+/* A profiled thread asks its allocator for size bytes (the uprobes are
+ * attached to the profiled processes only).  Bytes are sampled like
+ * tcmalloc's and Go's heap profilers do: each byte is picked with
+ * probability 1/alloc_interval (a countdown of bytes, per CPU, whose gaps are
+ * drawn from an exponential distribution with that mean), and an
+ * allocation that holds a picked byte is walked.  It was picked with
+ * probability 1 - exp(-size/interval), so it stands for size / (1 -
+ * exp(-size/interval)) bytes: about the interval for a small one, its own
+ * size for a large one. */
+static __always_inline void alloc_seen(struct pt_regs *ctx, __u64 size)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, i;
+	__s64 *left;
+	__u64 weight, x;
+
+	if (!tgid || !size || !alloc_interval || !is_profiled(tgid))
+		return;
+	stat_inc(STAT_ALLOCS);
+	left = bpf_map_lookup_elem(&alloc_left, &zero);
+	if (!left)
+		return;
+	*left -= (__s64)size;
+	if (*left > 0)
+		return;
+	i = bpf_get_prandom_u32() % ALLOC_GAPS;
+	*left = (__s64)(alloc_gap[i & (ALLOC_GAPS - 1)] * alloc_interval / 1024) + 1;
+	x = size * ALLOC_XSTEPS / (alloc_interval * ALLOC_XMAX);
+	weight = x < ALLOC_XSTEPS ? alloc_weight[x & (ALLOC_XSTEPS - 1)] * alloc_interval / 1024
+				  : size;
+	stat_inc(STAT_ALLOC_WALKS);
+	sample_current(ctx, ctx, weight);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_malloc, __u64 size)
+{
+	alloc_seen(ctx, size);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_calloc, __u64 n, __u64 size)
+{
+	alloc_seen(ctx, n * size);
+	return 0;
+}
+
+/* realloc, aligned_alloc and memalign: the size is the second argument */
+SEC("uprobe")
+int BPF_KPROBE(on_alloc_arg2, __u64 a, __u64 size)
+{
+	alloc_seen(ctx, size);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_posix_memalign, void *out, __u64 align, __u64 size)
+{
+	alloc_seen(ctx, size);
 	return 0;
 }
 

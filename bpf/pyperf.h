@@ -251,7 +251,15 @@ enum pyperf_mode {
 	MODE_WALL,                   /* on-CPU samples and off-CPU time; counts are ns */
 	MODE_OFFCPU,                 /* off-CPU time only; counts are ns */
 	MODE_FAULTS,                 /* page faults on anonymous memory; counts are bytes */
+	MODE_ALLOC,                  /* bytes allocated (malloc & co.), sampled; counts are bytes */
 };
+
+/* --mode alloc: the byte sampler's tables (rodata, filled by the loader):
+ * ALLOC_GAPS quantiles of an exponential gap, and the weight of a sampled
+ * allocation of x = size/interval for x < ALLOC_XMAX, in 1/1024 units. */
+#define ALLOC_GAPS 256
+#define ALLOC_XSTEPS 256
+#define ALLOC_XMAX 8
 
 /* stack flags */
 #define STACK_TRUNCATED 1u       /* frames above PYPERF_MAX_FRAMES were cut (root side) */
@@ -516,6 +524,8 @@ enum stat_idx {
 	STAT_NO_GIL,            /* --gil: samples dropped, the thread did not hold the GIL */
 	STAT_FAULTS,            /* --mode faults: page faults of profiled processes */
 	STAT_FAULT_WALKS,       /* of those, picked, on anonymous memory and walked */
+	STAT_ALLOCS,            /* --mode alloc: allocator calls of profiled processes */
+	STAT_ALLOC_WALKS,       /* of those, sampled and walked */
 	STAT_NR,
 };
 

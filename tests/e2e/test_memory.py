@@ -1,4 +1,6 @@
-"""--mode faults against ground truth: faults.py takes a fresh 200 MB
+"""--mode faults and --mode alloc against ground truth.
+
+faults: faults.py takes a fresh 200 MB
 bytearray in toucher() and writes a byte into each of its pages, so toucher
 faults every page in; busy() before and after works with small objects that
 pymalloc serves from arenas it has.  The faulted-in bytes of the profile must
@@ -6,7 +8,12 @@ sit under toucher (>= 90 %) and add up to what it touched; the outputs carry
 the mode (pprof faults/bytes read back by Google's pprof, SVG, speedscope and
 the report in bytes).
 
-The split runs on every CPython present (the walk reads each version's
+alloc: allocsplit.py's seventy() and thirty() allocate bytearrays (from
+malloc) in a 70/30 split of bytes, counting what they asked for; the
+sampled, re-weighted bytes of the profile must split the same way (within 5
+points) and add up to what each asked for.
+
+Each split runs on every CPython present (the walk reads each version's
 frames); the outputs, --interval and top on the newest one (they do not
 depend on the version)."""
 import json
@@ -96,3 +103,31 @@ def test_top_faults_mode_shows_mebibytes(tmp_path):
     assert r.returncode == 0, r.stderr
     assert re.search(r"faults mode, [\d.]+ MiB faulted in", r.stdout), r.stdout[:300]
     assert "OwnMiB" in r.stdout and re.search(r"[\d.]+M +[\d.]+M  toucher", r.stdout), r.stdout
+
+
+def record_alloc(python, tmp_path, also=(), extra=()):
+    stacks, outs, r = record_workload(python, tmp_path, "allocsplit.py", "2", hz=99, also=also,
+                                      extra=["--mode", "alloc", *extra])
+    return stacks, json.loads(r.stdout.strip().splitlines()[-1]), outs, r
+
+
+@supported_pythons()
+def test_alloc_splits_the_bytes_like_the_workload(python, tmp_path):
+    stacks, asked, _, _ = record_alloc(python[0], tmp_path)
+    got = {fn: sum(c for f, c in stacks if fn in map(func_name, f)) for fn in asked}
+    share = got["seventy"] / max(1, got["seventy"] + got["thirty"])
+    truth = asked["seventy"] / (asked["seventy"] + asked["thirty"])
+    assert abs(share - truth) <= 0.05, (got, asked)
+    for fn in asked:  # the re-weighted sample adds up to what was asked for
+        assert abs(got[fn] - asked[fn]) <= 0.15 * asked[fn], (fn, got, asked)
+
+
+def test_alloc_formats_carry_alloc_space(tmp_path):
+    stacks, _, (prof, txt), _ = record_alloc(newest(), tmp_path, also=[".pb.gz", ".txt"])
+    head, samples, _, _ = decode(str(prof))
+    assert head["types"].split() == ["alloc_space/bytes[dflt]"], head
+    assert sum(s[0] for s in samples) == sum(c for _, c in stacks)
+    report = txt.read_text()
+    m = re.search(r"alloc mode: [\d.]+ MiB allocated \(estimated from sampled bytes\), in "
+                  r"[\d.]+ s \((\d+) allocator calls, (\d+) sampled\)", report)
+    assert m and int(m.group(1)) > int(m.group(2)) > 100, report[:400]

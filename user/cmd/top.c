@@ -93,8 +93,9 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 		       elapsed, t->o->s.freq, (unsigned long long)t->total,
 		       (unsigned long long)dt, t->tty ? "   q: quit" : "");
 	else if (bytes)
-		printf("pyperf-bpf top: %.0f s, faults mode, %.2f MiB faulted in (%.2f MiB in the "
-		       "last interval)%s\n", elapsed, t->total * period, dt * period,
+		printf("pyperf-bpf top: %.0f s, %s mode, %.2f MiB %s (%.2f MiB in the "
+		       "last interval)%s\n", elapsed, mode_name(t->o->s.mode), t->total * period,
+		       t->o->s.mode == MODE_FAULTS ? "faulted in" : "allocated", dt * period,
 		       t->tty ? "   q: quit" : "");
 	else
 		printf("pyperf-bpf top: %.0f s, %s mode, %.2f s of thread time (%.2f s in the last "
@@ -298,9 +299,10 @@ int top_main(int argc, char **argv)
 			       "  -p, --pid PID[,PID...]   these processes\n"
 			       "  -d, --duration SECONDS   stop after this long\n"
 			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
-			       "      --mode MODE          cpu (default), wall, offcpu or faults: see\n"
-			       "                           pyperf-bpf --help\n"
-			       "      --interval BYTES     faults: one walked fault per BYTES (256K)\n"
+			       "      --mode MODE          cpu (default), wall, offcpu, faults or alloc:\n"
+			       "                           see pyperf-bpf --help\n"
+			       "      --interval BYTES     faults: one walked fault per BYTES (256K);\n"
+			       "                           alloc: one sampled byte per BYTES (512K)\n"
 			       "      --gil                only threads holding the GIL\n"
 			       "      --async              asyncio tasks: a task's frames under <task NAME>\n"
 			       "                           frames of it and the tasks awaiting it\n"

@@ -415,7 +415,7 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 
 	count.type = str_id(b, "samples");
 	count.unit = str_id(b, "count");
-	cpu.type = str_id(b, mode_name(b->c->mode));
+	cpu.type = str_id(b, mode_type(b->c->mode));
 	cpu.unit = str_id(b, mode_unit(b->c->mode));
 	if (b->failed) {
 		errno = ENOMEM;
@@ -430,7 +430,7 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	}
 	p.default_sample_type = cpu.type;
 	p.period_type = &cpu;
-	p.period = b->c->mode == MODE_OFFCPU || b->c->mode == MODE_FAULTS ? 0 : period;
+	p.period = b->c->mode == MODE_CPU || b->c->mode == MODE_WALL ? period : 0;
 	p.n_sample = b->samples.n;
 	p.sample = (Sample **)b->samples.v;
 	p.n_mapping = b->maps.n;

@@ -105,11 +105,16 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): "
 			"%.1f samples/s\n", (unsigned long long)shown, c->duration_s, c->freq,
 			c->ncpus, c->duration_s > 0 ? shown / c->duration_s : 0.0);
-	else if (mode_is_bytes(c->mode))
+	else if (c->mode == MODE_FAULTS)
 		fprintf(f, "pyperf-bpf: faults mode: %.2f MiB of anonymous memory faulted in, in "
 			"%.2f s (%llu page faults, %llu walked: anonymous memory)\n",
 			shown * per, c->duration_s, (unsigned long long)st[STAT_FAULTS],
 			(unsigned long long)st[STAT_FAULT_WALKS]);
+	else if (c->mode == MODE_ALLOC)
+		fprintf(f, "pyperf-bpf: alloc mode: %.2f MiB allocated (estimated from sampled "
+			"bytes), in %.2f s (%llu allocator calls, %llu sampled)\n",
+			shown * per, c->duration_s, (unsigned long long)st[STAT_ALLOCS],
+			(unsigned long long)st[STAT_ALLOC_WALKS]);
 	else
 		fprintf(f, "pyperf-bpf: %s mode: %.2f s of thread time in %.2f s (on-CPU %.2f s, "
 			"sampled at %d Hz per CPU; off-CPU %.2f s, from %llu of %llu blocks "

@@ -392,11 +392,12 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 			"text-anchor=\"middle\">cpu mode: %llu samples in %.1f s at %d Hz per CPU; "
 			"Python yellow, native red, kernel blue</text>\n",
 			(unsigned long long)d.total, c->duration_s, c->freq);
-	else if (c->mode == MODE_FAULTS)
+	else if (mode_is_bytes(c->mode))
 		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
-			"text-anchor=\"middle\">faults mode: %.2f MiB of anonymous memory faulted in "
-			"in %.1f s; Python yellow, native red, kernel blue</text>\n",
-			d.total / 1048576.0, c->duration_s);
+			"text-anchor=\"middle\">%s mode: %.2f MiB %s in %.1f s; Python yellow, "
+			"native red, kernel blue</text>\n", mode_name(c->mode), d.total / 1048576.0,
+			c->mode == MODE_FAULTS ? "of anonymous memory faulted in" : "allocated",
+			c->duration_s);
 	else
 		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
 			"text-anchor=\"middle\">%s mode: %.2f s of thread time in %.1f s (off-CPU "

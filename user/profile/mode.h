@@ -8,9 +8,9 @@
 #include <string.h>
 #include "pyperf.h"
 
-#define MODE_NAMES "cpu, wall, offcpu or faults"
+#define MODE_NAMES "cpu, wall, offcpu, faults or alloc"
 
-/* the mode as --mode names it, and as pprof's sample type */
+/* the mode as --mode names it */
 static inline const char *mode_name(enum pyperf_mode m)
 {
 	switch (m) {
@@ -20,6 +20,8 @@ static inline const char *mode_name(enum pyperf_mode m)
 		return "offcpu";
 	case MODE_FAULTS:
 		return "faults";
+	case MODE_ALLOC:
+		return "alloc";
 	default:
 		return "cpu";
 	}
@@ -28,7 +30,8 @@ static inline const char *mode_name(enum pyperf_mode m)
 /* --mode's argument: 0 with *out set, -1 for a name not in MODE_NAMES */
 static inline int mode_parse(const char *name, enum pyperf_mode *out)
 {
-	static const enum pyperf_mode all[] = { MODE_CPU, MODE_WALL, MODE_OFFCPU, MODE_FAULTS };
+	static const enum pyperf_mode all[] = { MODE_CPU, MODE_WALL, MODE_OFFCPU, MODE_FAULTS,
+						MODE_ALLOC };
 
 	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (!strcmp(name, mode_name(all[i]))) {
@@ -47,7 +50,14 @@ static inline bool mode_is_time(enum pyperf_mode m)
 /* counts are bytes of memory */
 static inline bool mode_is_bytes(enum pyperf_mode m)
 {
-	return m == MODE_FAULTS;
+	return m == MODE_FAULTS || m == MODE_ALLOC;
+}
+
+/* pprof's sample type of the mode's quantity: the mode's name, or Go's
+ * heap-profile name for allocated bytes, which pprof and Pyroscope know */
+static inline const char *mode_type(enum pyperf_mode m)
+{
+	return m == MODE_ALLOC ? "alloc_space" : mode_name(m);
 }
 
 /* pprof's unit of the mode's quantity (cpu mode: of its cpu time) */

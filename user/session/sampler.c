@@ -9,6 +9,8 @@
 #include "errmsg.h"
 #include "clock.h"
 #include "native.h"
+#include "hmap.h"
+#include "procmaps.h"
 #include "pyperf.skel.h"
 
 #include <bpf/bpf.h>
@@ -16,6 +18,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <math.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,7 +43,23 @@ struct sampler {
 	struct sampler_events ev;
 	enum pyperf_mode mode;
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
+	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
 };
+
+/* the allocator functions --mode alloc probes, and the program for each */
+#define ALLOC_FUNCS 6
+struct alloc_links {
+	struct bpf_link *l[ALLOC_FUNCS];
+};
+
+static void alloc_links_free(void *v)
+{
+	struct alloc_links *a = v;
+
+	for (int i = 0; a && i < ALLOC_FUNCS; i++)
+		bpf_link__destroy(a->l[i]);
+	free(a);
+}
 
 static bool libbpf_verbose;
 
@@ -93,6 +112,20 @@ unsigned fault_every(uint64_t interval)
 	uint64_t k = (interval ? interval : FAULT_INTERVAL_DEFAULT) / FAULT_PAGE;
 
 	return k < 1 ? 1 : k > (1u << 20) ? 1u << 20 : (unsigned)k;
+}
+
+/* --mode alloc's tables (pyperf.h): the exponential gap's quantiles, and
+ * x / (1 - exp(-x)), the weight of a sampled allocation of x intervals */
+static void alloc_tables(struct pyperf_bpf *skel, uint64_t interval)
+{
+	skel->rodata->alloc_interval = interval;
+	for (int i = 0; i < ALLOC_GAPS; i++)
+		skel->rodata->alloc_gap[i] = (__u32)(-log((i + 0.5) / ALLOC_GAPS) * 1024);
+	for (int i = 0; i < ALLOC_XSTEPS; i++) {
+		double x = (i + 0.5) * ALLOC_XMAX / ALLOC_XSTEPS;
+
+		skel->rodata->alloc_weight[i] = (__u32)(x / (1 - exp(-x)) * 1024);
+	}
 }
 
 /* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
@@ -214,6 +247,13 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		s->skel->rodata->fault_every = fault_every(o->interval);
 		s->skel->rodata->cpu_weight = (__u64)fault_every(o->interval) * FAULT_PAGE;
 	}
+	if (o->mode == MODE_ALLOC)
+		alloc_tables(s->skel, o->interval ? o->interval : ALLOC_INTERVAL_DEFAULT);
+	/* the allocator probes are attached per process (sampler_attach_allocs) */
+	bpf_program__set_autoload(s->skel->progs.on_malloc, o->mode == MODE_ALLOC);
+	bpf_program__set_autoload(s->skel->progs.on_calloc, o->mode == MODE_ALLOC);
+	bpf_program__set_autoload(s->skel->progs.on_alloc_arg2, o->mode == MODE_ALLOC);
+	bpf_program__set_autoload(s->skel->progs.on_posix_memalign, o->mode == MODE_ALLOC);
 	/* the scheduler hook costs every context switch of the host: only when
 	 * off-CPU time is wanted */
 	bpf_program__set_autoload(s->skel->progs.on_switch,
@@ -265,8 +305,56 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi
 	return rc;
 }
 
+int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t errlen)
+{
+	static const struct {
+		const char *name;
+		int prog;    /* 0 malloc, 1 calloc, 2 size second, 3 posix_memalign */
+	} funcs[ALLOC_FUNCS] = { { "malloc", 0 }, { "calloc", 1 }, { "realloc", 2 },
+				 { "aligned_alloc", 2 }, { "memalign", 2 },
+				 { "posix_memalign", 3 } };
+	struct bpf_program *progs[4] = { s->skel->progs.on_malloc, s->skel->progs.on_calloc,
+					 s->skel->progs.on_alloc_arg2,
+					 s->skel->progs.on_posix_memalign };
+	struct proc_maps m = { 0 };
+	const struct proc_map *libc;
+	struct alloc_links *a;
+	char path[4096];
+	int n = 0;
+
+	alloc_links_free(hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+	if (procmaps_read((int)pid, &m, err, errlen))
+		return -1;
+	libc = procmaps_first_basename_prefix(&m, "libc.so");
+	if (!libc || !procmaps_host_path((int)pid, libc->path, path, sizeof(path))) {
+		procmaps_free(&m);
+		set_err(err, errlen, "no C library (libc.so) mapped: its allocations are not seen");
+		return -1;
+	}
+	procmaps_free(&m);
+	a = calloc(1, sizeof(*a));
+	if (!a || hmap_put(&s->alloc_links, &pid, sizeof(pid), a)) {
+		free(a);
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < ALLOC_FUNCS; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = funcs[i].name);
+
+		a->l[i] = bpf_program__attach_uprobe_opts(progs[funcs[i].prog], (pid_t)pid, path, 0,
+							  &uo);
+		n += a->l[i] != NULL;
+	}
+	if (!a->l[0]) {
+		set_err(err, errlen, "cannot probe malloc in %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 void sampler_forget(struct sampler *s, uint32_t pid)
 {
+	alloc_links_free(hmap_del(&s->alloc_links, &pid, sizeof(pid)));
 	bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0);
 	__atomic_fetch_add(&s->skel->data->procs_epoch, 1, __ATOMIC_SEQ_CST);
 	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
@@ -540,19 +628,34 @@ void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])
 	free(v);
 }
 
-int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
-		       uint64_t *run_time_ns)
+static void add_prog_stats(struct bpf_program *prog, uint64_t *run_cnt, uint64_t *run_time_ns)
 {
-	struct bpf_program *prog = on_switch ? s->skel->progs.on_switch : s->skel->progs.on_sample;
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 
-	*run_cnt = *run_time_ns = 0;
 	memset(&info, 0, sizeof(info));
 	if (bpf_program__fd(prog) < 0 || bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
-		return -1;
-	*run_cnt = info.run_cnt;
-	*run_time_ns = info.run_time_ns;
+		return;
+	*run_cnt += info.run_cnt;
+	*run_time_ns += info.run_time_ns;
+}
+
+int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
+		       uint64_t *run_time_ns)
+{
+	*run_cnt = *run_time_ns = 0;
+	if (on_switch) {
+		add_prog_stats(s->skel->progs.on_switch, run_cnt, run_time_ns);
+		return 0;
+	}
+	if (s->mode == MODE_ALLOC) { /* the allocator probes; the clock only finds processes */
+		add_prog_stats(s->skel->progs.on_malloc, run_cnt, run_time_ns);
+		add_prog_stats(s->skel->progs.on_calloc, run_cnt, run_time_ns);
+		add_prog_stats(s->skel->progs.on_alloc_arg2, run_cnt, run_time_ns);
+		add_prog_stats(s->skel->progs.on_posix_memalign, run_cnt, run_time_ns);
+		return 0;
+	}
+	add_prog_stats(s->skel->progs.on_sample, run_cnt, run_time_ns);
 	return 0;
 }
 
@@ -564,6 +667,7 @@ void sampler_close(struct sampler *s)
 		sampler_stop(s);
 	free(s->links);
 	free(s->pfds);
+	hmap_free(&s->alloc_links, alloc_links_free);
 	ring_buffer__free(s->rb);
 	pyperf_bpf__destroy(s->skel);
 	if (s->table_used)

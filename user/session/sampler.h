@@ -20,8 +20,9 @@ struct sampler_opts {
 	bool native_stacks;          /* unwind native user stacks */
 	bool gil_only;               /* only samples of threads holding the GIL (--gil) */
 	bool async_stacks;           /* note each sample's asyncio task (--async) */
-	uint64_t interval;           /* --mode faults: bytes a walked fault stands for, on
-				      * average (0: FAULT_INTERVAL_DEFAULT) */
+	uint64_t interval;           /* bytes a walk stands for on average: --mode faults
+				      * (0: FAULT_INTERVAL_DEFAULT), --mode alloc (0:
+				      * ALLOC_INTERVAL_DEFAULT) */
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 };
@@ -55,6 +56,9 @@ unsigned offcpu_walk_hz(int freq);
 #define FAULT_PAGE 4096u
 #define FAULT_INTERVAL_DEFAULT (256u * 1024)
 unsigned fault_every(uint64_t interval);
+/* --mode alloc: one allocated byte in this many is picked (Go's and
+ * tcmalloc's default) */
+#define ALLOC_INTERVAL_DEFAULT (512u * 1024)
 /* 0 if this process may load and attach the sampler; else -1 and why. */
 int sampler_check_privileges(char *err, size_t errlen);
 int sampler_open(struct sampler **out, const struct sampler_opts *o,
@@ -66,6 +70,9 @@ struct native_store;
 const struct native_store *sampler_table_store(struct sampler *s);
 /* Tell the unwinder pid's executable mappings. */
 int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native_maps *nm);
+/* --mode alloc: put the allocator probes into pid's C library (per
+ * process: no other process pays for them).  0, or -1 with a message. */
+int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t errlen);
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);
 /* The unwinder asks to reread pid's mappings for a pc in pc's page no sooner
@@ -90,7 +97,8 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx);
 /* Per-CPU counters summed (enum stat_idx). */
 void sampler_stats(struct sampler *s, uint64_t out[STAT_NR]);
 /* run_cnt and run_time_ns (kernel.bpf_stats_enabled) of the perf_event
- * program, or of the scheduler hook (--mode wall|offcpu; 0 when not loaded). */
+ * program (--mode alloc: of the allocator probes), or of the scheduler hook
+ * (--mode wall|offcpu; 0 when not loaded). */
 int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
 		       uint64_t *run_time_ns);
 void sampler_close(struct sampler *s);

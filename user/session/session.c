@@ -291,7 +291,15 @@ static int adopt(struct session *r, const struct pyproc *py)
 	if (r->o->async_stacks)
 		async_adopt(r, py, &pi);
 	update_native(r, py->pid); /* before the sampler knows the process */
-	return sampler_set_proc(r->s, py->pid, &pi);
+	if (sampler_set_proc(r->s, py->pid, &pi))
+		return -1;
+	if (r->o->mode == MODE_ALLOC) {
+		char err[512];
+
+		if (sampler_attach_allocs(r->s, (uint32_t)py->pid, err, sizeof(err)))
+			fprintf(stderr, "pyperf-bpf: pid %d: --mode alloc: %s\n", py->pid, err);
+	}
+	return 0;
 }
 
 /* a process ran that the sampler does not know yet */
@@ -632,7 +640,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"loader_cpu_after_warmup_s\": %.6f, \"after_warmup_s\": %.3f, "
 		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
 		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu, "
-		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu}\n",
+		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu, \"stat_allocs\": %llu, "
+		"\"stat_alloc_walks\": %llu}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -650,7 +659,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		(unsigned long long)scnt, (unsigned long long)sns,
 		(unsigned long long)st[STAT_SWITCHES], (unsigned long long)st[STAT_OFFCPU_WALKS],
 		(unsigned long long)st[STAT_OFFCPU_BLOCKS], (unsigned long long)st[STAT_FAULTS],
-		(unsigned long long)st[STAT_FAULT_WALKS]);
+		(unsigned long long)st[STAT_FAULT_WALKS], (unsigned long long)st[STAT_ALLOCS],
+		(unsigned long long)st[STAT_ALLOC_WALKS]);
 	fclose(f);
 }
 
