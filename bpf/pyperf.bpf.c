@@ -59,6 +59,8 @@ const volatile __u32 fault_every = 0;
 const volatile __u64 alloc_interval = 0;
 const volatile __u32 alloc_gap[ALLOC_GAPS] = {};
 const volatile __u32 alloc_weight[ALLOC_XSTEPS] = {};
+/* `leaks`: keep each sampled allocation in live_allocs until it is freed */
+const volatile bool alloc_live = false;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -586,7 +588,8 @@ static __always_inline bool fault_walked(__u64 addr)
  * user stacks from regs (user-mode registers, or kernel ones: the thread's
  * own at its kernel entry are used), and the kernel stack when regs are
  * kernel ones. */
-static __always_inline void sample_current(void *ctx, struct pt_regs *regs, __u64 weight)
+static __always_inline bool sample_current(void *ctx, struct pt_regs *regs, __u64 weight,
+					   struct stack_key *out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
@@ -600,21 +603,25 @@ static __always_inline void sample_current(void *ctx, struct pt_regs *regs, __u6
 	if (!p) {
 		if (bpf_get_current_task_btf()->mm) /* kernel threads are never Python */
 			announce_unknown(tgid);
-		return;
+		return false;
 	}
 	stat_inc(STAT_SAMPLES);
 	cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!s)
-		return;
+		return false;
 	s->ev.nkernel = 0;
 	user_regs_of(s, regs);
 	if (!walk_current(&w, s, p, tgid, tid, idx, 0, 0, &key))
-		return;
+		return false;
 	/* a sample taken in user mode has no kernel stack: not asked for */
 	if (kernel_stacks && (*(volatile __u64 *)&regs->cs & 3) != 3)
 		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
-	count_stack(&w, &key, idx, weight);
+	if (!count_stack(&w, &key, idx, weight))
+		return false;
+	if (out)
+		*out = key;
+	return true;
 }
 
 SEC("perf_event")
@@ -633,11 +640,41 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (fault_every && !fault_walked(ctx->addr))
 		return 0;
-	sample_current(ctx, (struct pt_regs *)&ctx->regs, cpu_weight);
+	sample_current(ctx, (struct pt_regs *)&ctx->regs, cpu_weight, NULL);
 	return 0;
 }
 
 /* ---- allocations (--mode alloc) ---- */
+
+/* `leaks`: sampled allocations not freed yet */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct live_key);
+	__type(value, struct live_alloc);
+} live_allocs SEC(".maps");
+
+/* `leaks`: a thread's sampled allocation between the allocator's entry and
+ * its return (the address), key: tid */
+struct pending_alloc {
+	struct live_alloc a;
+	__u64 out;                   /* posix_memalign: where the address goes; 0: returned */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct pending_alloc);
+} pending_allocs SEC(".maps");
+
+/* `leaks`: objects (1/1024 units) sampled allocations stand for, by stack
+ * (their bytes are in counts, the alloc_space profile) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct stack_key);
+	__type(value, __u64);
+} alloc_objects SEC(".maps");
 
 /* per CPU, bytes still to allocate before the next sampled allocation */
 struct {
@@ -656,11 +693,12 @@ struct {
  * probability 1 - exp(-size/interval), so it stands for size / (1 -
  * exp(-size/interval)) bytes: about the interval for a small one, its own
  * size for a large one. */
-static __always_inline void alloc_seen(struct pt_regs *ctx, __u64 size)
+static __always_inline void alloc_seen(struct pt_regs *ctx, __u64 size, __u64 out)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, i;
+	__u64 id = bpf_get_current_pid_tgid(), weight, x, objs, *o;
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0, i;
+	struct pending_alloc pa = {};
 	__s64 *left;
-	__u64 weight, x;
 
 	if (!tgid || !size || !alloc_interval || !is_profiled(tgid))
 		return;
@@ -677,35 +715,97 @@ static __always_inline void alloc_seen(struct pt_regs *ctx, __u64 size)
 	weight = x < ALLOC_XSTEPS ? alloc_weight[x & (ALLOC_XSTEPS - 1)] * alloc_interval / 1024
 				  : size;
 	stat_inc(STAT_ALLOC_WALKS);
-	sample_current(ctx, ctx, weight);
+	if (!sample_current(ctx, ctx, weight, &pa.a.key) || !alloc_live)
+		return;
+	/* leaks: the address comes at the allocator's return */
+	pa.a.weight = weight;
+	pa.a.size = size;
+	pa.a.ns = bpf_ktime_get_ns();
+	pa.out = out;
+	bpf_map_update_elem(&pending_allocs, &tid, &pa, BPF_ANY);
+	objs = weight * 1024 / size;
+	o = bpf_map_lookup_elem(&alloc_objects, &pa.a.key);
+	if (o)
+		__sync_fetch_and_add(o, objs);
+	else
+		bpf_map_update_elem(&alloc_objects, &pa.a.key, &objs, BPF_NOEXIST);
+}
+
+/* leaks: the allocator returns the address of a sampled allocation (in
+ * rax, or where posix_memalign was told to put it) */
+SEC("uretprobe")
+int BPF_KRETPROBE(on_alloc_ret, __u64 ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct pending_alloc *pa = bpf_map_lookup_elem(&pending_allocs, &tid);
+	struct live_key k = { .pid = id >> 32 };
+
+	if (!pa)
+		return 0;
+	k.addr = ret;
+	if (pa->out && bpf_probe_read_user(&k.addr, sizeof(k.addr), (void *)pa->out))
+		k.addr = 0;
+	if (pa->out && ret) /* posix_memalign failed: an error number */
+		k.addr = 0;
+	if (k.addr && bpf_map_update_elem(&live_allocs, &k, &pa->a, BPF_ANY))
+		stat_inc(STAT_LIVE_FULL);
+	bpf_map_delete_elem(&pending_allocs, &tid);
+	return 0;
+}
+
+/* leaks: memory given back; only sampled allocations are in the map */
+static __always_inline void alloc_gone(__u64 addr)
+{
+	struct live_key k = { .pid = bpf_get_current_pid_tgid() >> 32, .addr = addr };
+
+	if (addr)
+		bpf_map_delete_elem(&live_allocs, &k);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_free, __u64 addr)
+{
+	alloc_gone(addr);
+	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(on_malloc, __u64 size)
 {
-	alloc_seen(ctx, size);
+	alloc_seen(ctx, size, 0);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(on_calloc, __u64 n, __u64 size)
 {
-	alloc_seen(ctx, n * size);
+	alloc_seen(ctx, n * size, 0);
 	return 0;
 }
 
-/* realloc, aligned_alloc and memalign: the size is the second argument */
+/* realloc: the block it had is given back (a new one may be sampled) */
+SEC("uprobe")
+int BPF_KPROBE(on_realloc, __u64 addr, __u64 size)
+{
+	if (alloc_live)
+		alloc_gone(addr);
+	alloc_seen(ctx, size, 0);
+	return 0;
+}
+
+/* aligned_alloc and memalign: the size is the second argument */
 SEC("uprobe")
 int BPF_KPROBE(on_alloc_arg2, __u64 a, __u64 size)
 {
-	alloc_seen(ctx, size);
+	alloc_seen(ctx, size, 0);
 	return 0;
 }
 
 SEC("uprobe")
-int BPF_KPROBE(on_posix_memalign, void *out, __u64 align, __u64 size)
+int BPF_KPROBE(on_posix_memalign, __u64 out, __u64 align, __u64 size)
 {
-	alloc_seen(ctx, size);
+	alloc_seen(ctx, size, out);
 	return 0;
 }
 

@@ -252,7 +252,10 @@ enum pyperf_mode {
 	MODE_OFFCPU,                 /* off-CPU time only; counts are ns */
 	MODE_FAULTS,                 /* page faults on anonymous memory; counts are bytes */
 	MODE_ALLOC,                  /* bytes allocated (malloc & co.), sampled; counts are bytes */
+	MODE_LEAKS,                  /* `leaks`: sampled allocations still live; counts are
+				      * bytes (not a --mode) */
 };
+
 
 /* --mode alloc: the byte sampler's tables (rodata, filled by the loader):
  * ALLOC_GAPS quantiles of an exponential gap, and the weight of a sampled
@@ -282,6 +285,21 @@ struct stack_key {
 	__u32 gen;                   /* proc_info.gen when sampled */
 	__s32 kstack;                /* id in kstacks[parity], or < 0: none */
 	__u64 hash;                  /* of pid, nframes, flags and frames */
+};
+
+/* `leaks`: a sampled allocation not freed yet, key: the process and the
+ * address the allocator returned */
+struct live_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 addr;
+};
+
+struct live_alloc {
+	struct stack_key key;        /* where it was allocated (announced when sampled) */
+	__u64 weight;                /* the bytes it stands for */
+	__u64 size;                  /* its own size */
+	__u64 ns;                    /* when (CLOCK_MONOTONIC) */
 };
 
 /* Ring buffer records. */
@@ -526,6 +544,7 @@ enum stat_idx {
 	STAT_FAULT_WALKS,       /* of those, picked, on anonymous memory and walked */
 	STAT_ALLOCS,            /* --mode alloc: allocator calls of profiled processes */
 	STAT_ALLOC_WALKS,       /* of those, sampled and walked */
+	STAT_LIVE_FULL,         /* leaks: sampled allocations not tracked, the map was full */
 	STAT_NR,
 };
 

@@ -13,16 +13,23 @@ malloc) in a 70/30 split of bytes, counting what they asked for; the
 sampled, re-weighted bytes of the profile must split the same way (within 5
 points) and add up to what each asked for.
 
+leaks: leaky.py keeps 1 KiB bytes objects in leaker(), allocates and frees
+as much in churner() and grows a numpy array (a bytearray without numpy) in
+grower(); `leaks -p` must show leaker's and grower's bytes still live within
+20 % of what they hold, churner not, and pprof must carry Go's four heap
+sample types.
+
 Each split runs on every CPython present (the walk reads each version's
 frames); the outputs, --interval and top on the newest one (they do not
 depend on the version)."""
 import json
 import os
 import re
+import subprocess
 import xml.etree.ElementTree as ET
 
-from conftest import SUPPORTED, WORKLOADS, func_name, record_workload, run_pyperf, \
-    supported_pythons
+from conftest import PYPERF, SUPPORTED, WORKLOADS, func_name, parse_folded, record_workload, \
+    run_pyperf, supported_pythons
 from pprofread import decode
 
 MB = "200"
@@ -131,3 +138,60 @@ def test_alloc_formats_carry_alloc_space(tmp_path):
     m = re.search(r"alloc mode: [\d.]+ MiB allocated \(estimated from sampled bytes\), in "
                   r"[\d.]+ s \((\d+) allocator calls, (\d+) sampled\)", report)
     assert m and int(m.group(1)) > int(m.group(2)) > 100, report[:400]
+
+
+def run_leaks(python, tmp_path, *extra):
+    """leaky.py under `leaks -p`: (folded stacks, the workload's truth, the
+    pprof path, the report)"""
+    w = subprocess.Popen([python, os.path.join(WORKLOADS, "leaky.py"), "2"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    outs = [tmp_path / "l.folded", tmp_path / "l.pb.gz", tmp_path / "l.txt"]
+    try:
+        assert w.stdout.readline().strip() == "ready"
+        lk = subprocess.Popen([PYPERF, "leaks", "-v", "-p", str(w.pid), "-d", "4", "--interval",
+                               "64K", *extra] + [a for o in outs for a in ("-o", str(o))],
+                              stderr=subprocess.PIPE, text=True)
+        for line in lk.stderr:  # its probes are in once it samples
+            if "pyperf-bpf: sampling at" in line:
+                break
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        truth = json.loads(w.stdout.readline())
+        lk.stderr.read()
+        assert lk.wait(timeout=60) == 0
+    finally:
+        w.kill()
+        w.wait()
+    return parse_folded(outs[0].read_text()), truth, outs[1], outs[2].read_text()
+
+
+@supported_pythons()
+def test_leaks_shows_what_is_kept_and_not_what_is_freed(python, tmp_path):
+    stacks, truth, _, report = run_leaks(python[0], tmp_path)
+    live = {fn: sum(c for f, c in stacks if fn in map(func_name, f))
+            for fn in ("leaker", "grower", "churner")}
+    total = sum(c for _, c in stacks)
+    for fn in ("leaker", "grower"):
+        assert abs(live[fn] - truth[fn]) <= 0.2 * truth[fn], (fn, live, truth)
+    assert live["churner"] <= 0.02 * total, (live, truth)
+    assert re.search(r"leaks: [\d.]+ MiB in about \d+ allocations still live", report), report[:300]
+    assert "Top stacks by bytes still live" in report
+
+
+def test_leaks_pprof_has_the_four_heap_types_and_min_age_filters(tmp_path):
+    py = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else newest()
+    stacks, truth, prof, _ = run_leaks(py, tmp_path)
+    head, samples, _, _ = decode(str(prof))
+    assert head["types"].split() == ["alloc_objects/count", "alloc_space/bytes",
+                                     "inuse_objects/count", "inuse_space/bytes[dflt]"], head
+    assert sum(s[1] for s in samples) == sum(c for _, c in stacks)  # inuse_space
+    # everything was allocated in the workload's first 2 s: none is 60 s old
+    old, _, _, report = run_leaks(py, tmp_path, "--min-age", "60")
+    assert not old, old[:3]
+
+
+def test_leaks_needs_a_process():
+    r = run_pyperf(["leaks", "-d", "1"])
+    assert r.returncode == 2 and "give -p PID" in r.stderr, r.stderr
+    r = run_pyperf(["record", "--min-age", "5", "--", "true"])
+    assert r.returncode == 2 and "--min-age goes with" in r.stderr, r.stderr

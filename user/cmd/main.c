@@ -22,6 +22,8 @@ int main(int argc, char **argv)
 		return top_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "daemon"))
 		return daemon_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "leaks"))
+		return leaks_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("pyperf-bpf %s\n", VERSION);
 		return 0;

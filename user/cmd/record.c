@@ -75,7 +75,8 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 	c.proc_frames = (!r->o->s.cmd && r->o->s.npids != 1) || profile_nprocs_seen(prof) > 1;
 	c.duration_s = end->secs;
 	c.freq = r->o->s.freq;
-	c.mode = r->o->s.mode;
+	c.mode = r->o->s.leaks ? MODE_LEAKS : r->o->s.mode;
+	c.min_age = r->o->s.min_age;
 	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	c.top = r->o->top;
 	memcpy(c.stats, end->stats, sizeof(c.stats));
@@ -171,7 +172,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL };
+       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -180,6 +181,7 @@ static const struct option long_opts[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
@@ -196,7 +198,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int parse_record(int argc, char **argv, struct record_opts *o)
+int record_parse(int argc, char **argv, struct record_opts *o)
 {
 	const char *format = NULL;
 	long v;
@@ -230,6 +232,20 @@ static int parse_record(int argc, char **argv, struct record_opts *o)
 		case OPT_INTERVAL:
 			if (cmdline_interval("", optarg, &o->s.interval))
 				return 2;
+			break;
+		case OPT_MIN_AGE:
+			if (!o->s.leaks)
+				return cmdline_fail("--min-age goes with `pyperf-bpf leaks`%s", "");
+			{
+				char *end;
+
+				errno = 0;
+				o->s.min_age = strtod(optarg, &end);
+				if (errno || end == optarg || *end || !(o->s.min_age >= 0) ||
+				    o->s.min_age > 1e8)
+					return cmdline_fail("leaks --min-age: not a number of seconds: "
+							  "'%s'", optarg);
+			}
 			break;
 		case 'o':
 			if (!*optarg)
@@ -323,7 +339,7 @@ int record_main(int argc, char **argv)
 	struct record_opts o = { .s = { .freq = 99 }, .top = 20 };
 	int rc;
 
-	rc = parse_record(argc, argv, &o);
+	rc = record_parse(argc, argv, &o);
 	if (rc)
 		return rc;
 	if ((rc = cmdline_env(&o.s)))

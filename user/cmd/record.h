@@ -25,7 +25,13 @@ struct record_opts {
 /* `pyperf-bpf [record] ...`: parse the options and the environment, then
  * record; returns the exit status (2 for bad input). */
 int record_main(int argc, char **argv);
+/* Parse record's options (argv[0] is the command's name) into o, which holds
+ * the caller's defaults; 0, or 2 after a one-line message. */
+int record_parse(int argc, char **argv, struct record_opts *o);
 /* Run a recording; returns the process exit status. */
 int record_run(const struct record_opts *o);
+/* `pyperf-bpf leaks`: a recording in alloc mode whose profile is the
+ * sampled allocations still live at its end (leaks.c). */
+int leaks_main(int argc, char **argv);
 
 #endif

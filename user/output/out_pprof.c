@@ -270,7 +270,7 @@ static Sample *new_sample(struct builder *b, const struct psample *s, const uint
 	}
 	perftools__profiles__sample__init(x);
 	x->location_id = malloc((n + 1) * sizeof(*x->location_id));
-	x->value = calloc(2, sizeof(*x->value));
+	x->value = calloc(4, sizeof(*x->value));
 	x->label = malloc(NLABELS * sizeof(*x->label));
 	if (!x->location_id || !x->value || !x->label) {
 		b->failed = true;
@@ -278,7 +278,7 @@ static Sample *new_sample(struct builder *b, const struct psample *s, const uint
 	}
 	memcpy(x->location_id, ids, n * sizeof(*ids));
 	x->n_location_id = n;
-	x->n_value = b->c->mode == MODE_CPU ? 2 : 1;
+	x->n_value = b->c->mode == MODE_CPU ? 2 : b->c->mode == MODE_LEAKS ? 4 : 1;
 	x->label[0] = new_label(b, "pid", NULL, s->stack->pid);
 	x->label[1] = new_label(b, "thread_id", NULL, s->tid);
 	x->label[2] = new_label(b, "thread_name", profile_thread_name(b->c->prof, s->tid), 0);
@@ -303,6 +303,13 @@ static void add_sample(struct builder *b, const struct psample *s, uint64_t *key
 			b->failed = true;
 			return;
 		}
+	}
+	if (b->c->mode == MODE_LEAKS) { /* Go's heap profile: alloc_*, then inuse_* */
+		x->value[0] += (int64_t)s->heap[PROFILE_HEAP_ALLOC_OBJECTS];
+		x->value[1] += (int64_t)s->heap[PROFILE_HEAP_ALLOC_BYTES];
+		x->value[2] += (int64_t)s->heap[PROFILE_HEAP_INUSE_OBJECTS];
+		x->value[3] += (int64_t)s->count;
+		return;
 	}
 	x->value[0] += (int64_t)s->count;
 	if (b->c->mode == MODE_CPU)
@@ -411,12 +418,22 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	ValueType count = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	ValueType cpu = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	ValueType *types[2] = { &count, &cpu };
+	ValueType aobj = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	ValueType aspace = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	ValueType iobj = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+	ValueType *heap[4] = { &aobj, &aspace, &iobj, &cpu };
 	int64_t comment = str_id(b, b->c->title ? b->c->title : "pyperf-bpf");
 
 	count.type = str_id(b, "samples");
 	count.unit = str_id(b, "count");
 	cpu.type = str_id(b, mode_type(b->c->mode));
 	cpu.unit = str_id(b, mode_unit(b->c->mode));
+	aobj.type = str_id(b, "alloc_objects");
+	aobj.unit = str_id(b, "count");
+	aspace.type = str_id(b, "alloc_space");
+	aspace.unit = str_id(b, "bytes");
+	iobj.type = str_id(b, "inuse_objects");
+	iobj.unit = str_id(b, "count");
 	if (b->failed) {
 		errno = ENOMEM;
 		return -1;
@@ -424,6 +441,9 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	if (b->c->mode == MODE_CPU) {
 		p.n_sample_type = 2;
 		p.sample_type = types;
+	} else if (b->c->mode == MODE_LEAKS) {
+		p.n_sample_type = 4;
+		p.sample_type = heap;
 	} else { /* the quantity itself: [wall or offcpu, nanoseconds], [faults, bytes] */
 		p.n_sample_type = 1;
 		p.sample_type = types + 1;

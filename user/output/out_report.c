@@ -110,7 +110,21 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 			"%.2f s (%llu page faults, %llu walked: anonymous memory)\n",
 			shown * per, c->duration_s, (unsigned long long)st[STAT_FAULTS],
 			(unsigned long long)st[STAT_FAULT_WALKS]);
-	else if (c->mode == MODE_ALLOC)
+	else if (c->mode == MODE_LEAKS) {
+		uint64_t objs = 0, abytes = 0;
+
+		for (size_t i = 0; i < c->nleak_samples; i++) {
+			objs += c->leak_samples[i]->heap[PROFILE_HEAP_INUSE_OBJECTS];
+			abytes += c->leak_samples[i]->heap[PROFILE_HEAP_ALLOC_BYTES];
+		}
+		fprintf(f, "pyperf-bpf: leaks: %.2f MiB in about %llu allocations still live at "
+			"the end (at least %.1f s old; estimated from sampled bytes), of %.2f MiB "
+			"allocated in %.2f s (%llu allocator calls, %llu sampled; %llu sampled ones "
+			"not tracked, the map was full)\n", shown * per, (unsigned long long)objs,
+			c->min_age, abytes * per, c->duration_s, (unsigned long long)st[STAT_ALLOCS],
+			(unsigned long long)st[STAT_ALLOC_WALKS],
+			(unsigned long long)st[STAT_LIVE_FULL]);
+	} else if (c->mode == MODE_ALLOC)
 		fprintf(f, "pyperf-bpf: alloc mode: %.2f MiB allocated (estimated from sampled "
 			"bytes), in %.2f s (%llu allocator calls, %llu sampled)\n",
 			shown * per, c->duration_s, (unsigned long long)st[STAT_ALLOCS],
@@ -160,6 +174,43 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 			(unsigned long long)st[STAT_NATIVE_TRUNCATED], PYPERF_MAX_NATIVE);
 }
 
+static int by_count(const void *a, const void *b)
+{
+	const struct psample *x = *(struct psample *const *)a, *y = *(struct psample *const *)b;
+
+	return x->count != y->count ? (x->count > y->count ? -1 : 1) : 0;
+}
+
+/* leaks: the stacks holding the most live bytes, leaf first */
+static void print_leak_stacks(FILE *f, const struct out_ctx *c, struct psample **v, size_t n)
+{
+	qsort(v, n, sizeof(*v), by_count);
+	fprintf(f, "\nTop stacks by bytes still live\n");
+	for (size_t i = 0; i < n && i < c->top && v[i]->count; i++) {
+		const struct pstack *st = v[i]->stack;
+
+		fprintf(f, "\n%.2f MiB in about %llu allocations still live, the oldest %.1f s old "
+			"(%.2f MiB in %llu allocated here)\n", v[i]->count / 1048576.0,
+			(unsigned long long)v[i]->heap[PROFILE_HEAP_INUSE_OBJECTS],
+			v[i]->heap[PROFILE_HEAP_OLDEST_MS] / 1000.0,
+			v[i]->heap[PROFILE_HEAP_ALLOC_BYTES] / 1048576.0,
+			(unsigned long long)v[i]->heap[PROFILE_HEAP_ALLOC_OBJECTS]);
+		for (uint32_t j = 0; j < st->nframes && j < 24; j++) {
+			const struct func *fn = st->frames[j].fn;
+
+			if (fn->kind == FN_PYTHON)
+				fprintf(f, "    %s (%s:%d)\n", fn->name, fn->file,
+					c->lines ? func_line(fn, st->frames[j].instr) : fn->firstlineno);
+			else if (fn->kind == FN_MARK)
+				fprintf(f, "    %s\n", fn->name);
+			else
+				fprintf(f, "    %s (%s)\n", fn->name, fn->file);
+		}
+		if (st->nframes > 24)
+			fprintf(f, "    ... %u frames more\n", st->nframes - 24);
+	}
+}
+
 int out_report(FILE *f, const struct out_ctx *c)
 {
 	size_t n, nrows = 0;
@@ -183,6 +234,18 @@ int out_report(FILE *f, const struct out_ctx *c)
 	list = fn_counts_list(&counts, &nrows);
 	if (!list)
 		goto out;
+	if (c->mode == MODE_LEAKS) {
+		struct out_ctx lc = *c;
+
+		lc.leak_samples = v;
+		lc.nleak_samples = n;
+		print_header(f, &lc, shown, off, native_only);
+		print_leak_stacks(f, c, v, n);
+		qsort(list, nrows, sizeof(*list), by_own);
+		print_table(f, c, list, nrows, shown, "Functions by bytes still live");
+		rc = ferror(f) ? -1 : 0;
+		goto out;
+	}
 	print_header(f, c, shown, off, native_only);
 	qsort(list, nrows, sizeof(*list), by_own);
 	print_table(f, c, list, nrows, shown, "Top functions by own time");

@@ -396,7 +396,8 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
 			"text-anchor=\"middle\">%s mode: %.2f MiB %s in %.1f s; Python yellow, "
 			"native red, kernel blue</text>\n", mode_name(c->mode), d.total / 1048576.0,
-			c->mode == MODE_FAULTS ? "of anonymous memory faulted in" : "allocated",
+			c->mode == MODE_FAULTS ? "of anonymous memory faulted in" :
+			c->mode == MODE_LEAKS ? "still live (sampled allocations)" : "allocated",
 			c->duration_s);
 	else
 		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "

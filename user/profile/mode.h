@@ -22,12 +22,15 @@ static inline const char *mode_name(enum pyperf_mode m)
 		return "faults";
 	case MODE_ALLOC:
 		return "alloc";
+	case MODE_LEAKS:
+		return "leaks";
 	default:
 		return "cpu";
 	}
 }
 
-/* --mode's argument: 0 with *out set, -1 for a name not in MODE_NAMES */
+/* --mode's argument: 0 with *out set, -1 for a name not in MODE_NAMES
+ * (MODE_LEAKS is the `leaks` command's, not a --mode) */
 static inline int mode_parse(const char *name, enum pyperf_mode *out)
 {
 	static const enum pyperf_mode all[] = { MODE_CPU, MODE_WALL, MODE_OFFCPU, MODE_FAULTS,
@@ -50,14 +53,14 @@ static inline bool mode_is_time(enum pyperf_mode m)
 /* counts are bytes of memory */
 static inline bool mode_is_bytes(enum pyperf_mode m)
 {
-	return m == MODE_FAULTS || m == MODE_ALLOC;
+	return m == MODE_FAULTS || m == MODE_ALLOC || m == MODE_LEAKS;
 }
 
 /* pprof's sample type of the mode's quantity: the mode's name, or Go's
  * heap-profile name for allocated bytes, which pprof and Pyroscope know */
 static inline const char *mode_type(enum pyperf_mode m)
 {
-	return m == MODE_ALLOC ? "alloc_space" : mode_name(m);
+	return m == MODE_ALLOC ? "alloc_space" : m == MODE_LEAKS ? "inuse_space" : mode_name(m);
 }
 
 /* pprof's unit of the mode's quantity (cpu mode: of its cpu time) */

@@ -295,8 +295,10 @@ void profile_set_kernel_names(struct profile *p, const uint64_t *addrs, char **n
 	}
 }
 
-void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
-		       uint64_t count, const uint64_t *kips, unsigned nk)
+/* ref's sample of thread tid with kernel stack kips, made if new; NULL
+ * when ref was never announced or out of memory */
+static struct psample *sample_of(struct profile *p, const struct stack_ref *ref, uint32_t tid,
+				 const uint64_t *kips, unsigned nk)
 {
 	struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
 	struct pstack *st = find_stack(pp, ref);
@@ -304,10 +306,8 @@ void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t 
 	struct psample *s;
 	bool offcpu = false;
 
-	if (!st) {
-		p->unattributed += count;
-		return;
-	}
+	if (!st)
+		return NULL;
 	if (!nk && st->nkernel) {
 		kips = st->kernel;
 		nk = st->nkernel;
@@ -322,16 +322,41 @@ void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t 
 		s = calloc(1, sizeof(*s));
 		if (!s || hmap_put(&p->samples, &sk, sizeof(sk), s)) {
 			free(s);
-			p->unattributed += count;
-			return;
+			return NULL;
 		}
 		s->stack = st;
 		s->kstack = sk.kstack;
 		s->tid = tid;
 	}
+	return s;
+}
+
+void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
+		       uint64_t count, const uint64_t *kips, unsigned nk)
+{
+	struct psample *s = sample_of(p, ref, tid, kips, nk);
+	struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
+
+	if (!s || !pp) {
+		p->unattributed += count;
+		return;
+	}
 	s->count += count;
 	pp->samples += count;
 	p->total += count;
+}
+
+void profile_add_heap(struct profile *p, const struct stack_ref *ref, uint32_t tid, int i,
+		      uint64_t v)
+{
+	struct psample *s = sample_of(p, ref, tid, NULL, 0);
+
+	if (!s || i < 0 || i >= PROFILE_HEAP_N)
+		return;
+	if (i == PROFILE_HEAP_OLDEST_MS)
+		s->heap[i] = v > s->heap[i] ? v : s->heap[i];
+	else
+		s->heap[i] += v;
 }
 
 static int cmp_sample(const void *a, const void *b)

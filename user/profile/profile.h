@@ -67,6 +67,16 @@ struct psample {
 	struct kstack *kstack;       /* NULL: the sample was taken in user mode */
 	uint32_t tid;
 	uint64_t count;
+	uint64_t heap[4];            /* `leaks` (count: bytes still live): PROFILE_HEAP_* */
+};
+
+enum {
+	PROFILE_HEAP_INUSE_OBJECTS,  /* objects still live */
+	PROFILE_HEAP_ALLOC_BYTES,    /* bytes allocated */
+	PROFILE_HEAP_ALLOC_OBJECTS,  /* objects allocated */
+	PROFILE_HEAP_OLDEST_MS,      /* the oldest live one's age (profile_add_heap keeps
+				      * the largest value given) */
+	PROFILE_HEAP_N
 };
 
 struct pproc {
@@ -122,6 +132,10 @@ bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uin
 		       const void *ident, size_t nident);
 /* Add count samples (or nanoseconds) of thread tid in stack ref, taken with
  * kernel stack kips[0..nk) (leaf first; nk 0: none, or the stack's own). */
+/* `leaks`: add v to heap[i] of ref's sample of thread tid (in user mode);
+ * PROFILE_HEAP_OLDEST_MS keeps the largest v instead */
+void profile_add_heap(struct profile *p, const struct stack_ref *ref, uint32_t tid, int i,
+		      uint64_t v);
 void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
 		       uint64_t count, const uint64_t *kips, unsigned nk);
 

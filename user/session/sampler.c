@@ -44,19 +44,21 @@ struct sampler {
 	enum pyperf_mode mode;
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
+	bool track_live;             /* `leaks`: the returns and free are probed too */
 };
 
-/* the allocator functions --mode alloc probes, and the program for each */
+/* the allocator functions --mode alloc probes: their entries, for
+ * `leaks` their returns and free too */
 #define ALLOC_FUNCS 6
 struct alloc_links {
-	struct bpf_link *l[ALLOC_FUNCS];
+	struct bpf_link *l[2 * ALLOC_FUNCS + 1];
 };
 
 static void alloc_links_free(void *v)
 {
 	struct alloc_links *a = v;
 
-	for (int i = 0; a && i < ALLOC_FUNCS; i++)
+	for (int i = 0; a && i < 2 * ALLOC_FUNCS + 1; i++)
 		bpf_link__destroy(a->l[i]);
 	free(a);
 }
@@ -254,6 +256,11 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	bpf_program__set_autoload(s->skel->progs.on_calloc, o->mode == MODE_ALLOC);
 	bpf_program__set_autoload(s->skel->progs.on_alloc_arg2, o->mode == MODE_ALLOC);
 	bpf_program__set_autoload(s->skel->progs.on_posix_memalign, o->mode == MODE_ALLOC);
+	bpf_program__set_autoload(s->skel->progs.on_realloc, o->mode == MODE_ALLOC);
+	bpf_program__set_autoload(s->skel->progs.on_alloc_ret, o->mode == MODE_ALLOC && o->track_live);
+	bpf_program__set_autoload(s->skel->progs.on_free, o->mode == MODE_ALLOC && o->track_live);
+	s->skel->rodata->alloc_live = o->mode == MODE_ALLOC && o->track_live;
+	s->track_live = o->mode == MODE_ALLOC && o->track_live;
 	/* the scheduler hook costs every context switch of the host: only when
 	 * off-CPU time is wanted */
 	bpf_program__set_autoload(s->skel->progs.on_switch,
@@ -309,18 +316,17 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 {
 	static const struct {
 		const char *name;
-		int prog;    /* 0 malloc, 1 calloc, 2 size second, 3 posix_memalign */
-	} funcs[ALLOC_FUNCS] = { { "malloc", 0 }, { "calloc", 1 }, { "realloc", 2 },
+		int prog;    /* 0 malloc, 1 calloc, 2 size second, 3 posix_memalign, 4 realloc */
+	} funcs[ALLOC_FUNCS] = { { "malloc", 0 }, { "calloc", 1 }, { "realloc", 4 },
 				 { "aligned_alloc", 2 }, { "memalign", 2 },
 				 { "posix_memalign", 3 } };
-	struct bpf_program *progs[4] = { s->skel->progs.on_malloc, s->skel->progs.on_calloc,
+	struct bpf_program *progs[5] = { s->skel->progs.on_malloc, s->skel->progs.on_calloc,
 					 s->skel->progs.on_alloc_arg2,
-					 s->skel->progs.on_posix_memalign };
+					 s->skel->progs.on_posix_memalign, s->skel->progs.on_realloc };
 	struct proc_maps m = { 0 };
 	const struct proc_map *libc;
 	struct alloc_links *a;
 	char path[4096];
-	int n = 0;
 
 	alloc_links_free(hmap_del(&s->alloc_links, &pid, sizeof(pid)));
 	if (procmaps_read((int)pid, &m, err, errlen))
@@ -343,13 +349,52 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 
 		a->l[i] = bpf_program__attach_uprobe_opts(progs[funcs[i].prog], (pid_t)pid, path, 0,
 							  &uo);
-		n += a->l[i] != NULL;
+		if (!a->l[i] && i == 0)
+			break;
+		if (s->track_live) {
+			LIBBPF_OPTS(bpf_uprobe_opts, ro, .func_name = funcs[i].name, .retprobe = true);
+
+			a->l[ALLOC_FUNCS + i] = bpf_program__attach_uprobe_opts(
+				s->skel->progs.on_alloc_ret, (pid_t)pid, path, 0, &ro);
+		}
 	}
-	if (!a->l[0]) {
-		set_err(err, errlen, "cannot probe malloc in %s: %s", path, strerror(errno));
+	if (a->l[0] && s->track_live) {
+		LIBBPF_OPTS(bpf_uprobe_opts, fo, .func_name = "free");
+
+		a->l[2 * ALLOC_FUNCS] = bpf_program__attach_uprobe_opts(s->skel->progs.on_free,
+									(pid_t)pid, path, 0, &fo);
+	}
+	if (!a->l[0] || (s->track_live && (!a->l[ALLOC_FUNCS] || !a->l[2 * ALLOC_FUNCS]))) {
+		set_err(err, errlen, "cannot probe malloc%s in %s: %s",
+			 s->track_live ? " and free" : "", path, strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs, void *ctx)
+{
+	struct live_key k, next, *prev = NULL;
+	struct live_alloc a;
+	struct stack_key sk, snext, *sprev = NULL;
+	__u64 n;
+
+	if (!s->track_live)
+		return;
+	/* the probes out first: the maps hold still while read */
+	hmap_free(&s->alloc_links, alloc_links_free);
+	while (!bpf_map__get_next_key(s->skel->maps.live_allocs, prev, &next, sizeof(next))) {
+		k = next;
+		prev = &k;
+		if (!bpf_map__lookup_elem(s->skel->maps.live_allocs, &k, sizeof(k), &a, sizeof(a), 0))
+			fn(ctx, &k, &a);
+	}
+	while (!bpf_map__get_next_key(s->skel->maps.alloc_objects, sprev, &snext, sizeof(snext))) {
+		sk = snext;
+		sprev = &sk;
+		if (!bpf_map__lookup_elem(s->skel->maps.alloc_objects, &sk, sizeof(sk), &n, sizeof(n), 0))
+			objs(ctx, &sk, n);
+	}
 }
 
 void sampler_forget(struct sampler *s, uint32_t pid)

@@ -20,6 +20,8 @@ struct sampler_opts {
 	bool native_stacks;          /* unwind native user stacks */
 	bool gil_only;               /* only samples of threads holding the GIL (--gil) */
 	bool async_stacks;           /* note each sample's asyncio task (--async) */
+	bool track_live;             /* --mode alloc for `leaks`: keep sampled allocations
+				      * until freed (sampler_live) */
 	uint64_t interval;           /* bytes a walk stands for on average: --mode faults
 				      * (0: FAULT_INTERVAL_DEFAULT), --mode alloc (0:
 				      * ALLOC_INTERVAL_DEFAULT) */
@@ -73,6 +75,11 @@ int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native
 /* --mode alloc: put the allocator probes into pid's C library (per
  * process: no other process pays for them).  0, or -1 with a message. */
 int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t errlen);
+/* `leaks`: every sampled allocation still live, and the objects (in 1/1024
+ * units) the sampled allocations of each stack stand for. */
+typedef void (*sampler_live_fn)(void *ctx, const struct live_key *k, const struct live_alloc *a);
+typedef void (*sampler_objects_fn)(void *ctx, const struct stack_key *k, uint64_t objs1024);
+void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs, void *ctx);
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);
 /* The unwinder asks to reread pid's mappings for a pc in pc's page no sooner

@@ -412,6 +412,58 @@ static void on_count(void *ctx, const struct stack_key *k, uint64_t count, const
 	profile_add_count(&((struct session *)ctx)->prof, &ref, k->tid, count, kips, nk);
 }
 
+/* ---- leaks: the allocations still live at the end ---- */
+
+struct leak_view {
+	struct session *r;
+	uint64_t now_ns, min_age_ns;
+};
+
+static void on_live(void *ctx, const struct live_key *k, const struct live_alloc *a)
+{
+	struct leak_view *v = ctx;
+	struct stack_ref ref = { .pid = a->key.pid, .gen = a->key.gen, .hash = a->key.hash };
+	uint64_t age = v->now_ns > a->ns ? v->now_ns - a->ns : 0;
+
+	(void)k;
+	if (age < v->min_age_ns || !a->size)
+		return;
+	profile_add_count(&v->r->prof, &ref, a->key.tid, a->weight, NULL, 0);
+	profile_add_heap(&v->r->prof, &ref, a->key.tid, PROFILE_HEAP_INUSE_OBJECTS,
+			 (a->weight + a->size / 2) / a->size);
+	profile_add_heap(&v->r->prof, &ref, a->key.tid, PROFILE_HEAP_OLDEST_MS, age / 1000000);
+}
+
+static void on_objects(void *ctx, const struct stack_key *k, uint64_t objs1024)
+{
+	struct leak_view *v = ctx;
+	struct stack_ref ref = { .pid = k->pid, .gen = k->gen, .hash = k->hash };
+
+	profile_add_heap(&v->r->prof, &ref, k->tid, PROFILE_HEAP_ALLOC_OBJECTS,
+			 (objs1024 + 512) / 1024);
+}
+
+/* The profile's counts (bytes allocated) become heap[ALLOC_BYTES]; the
+ * counts are then the bytes of the sampled allocations still live (at
+ * least min_age old), by the stack that allocated them. */
+static void leaks_view(struct session *r)
+{
+	struct leak_view v = { .r = r, .now_ns = clock_mono_ns(),
+			       .min_age_ns = (uint64_t)(r->o->min_age * 1e9) };
+	size_t n = 0;
+	struct psample **all = profile_samples(&r->prof, &n);
+
+	for (size_t i = 0; all && i < n; i++) {
+		all[i]->heap[PROFILE_HEAP_ALLOC_BYTES] = all[i]->count;
+		all[i]->count = 0;
+	}
+	free(all);
+	hmap_for_each(&r->prof.procs, e)
+		((struct pproc *)e->val)->samples = 0;
+	r->prof.total = 0;
+	sampler_live(r->s, on_live, on_objects, &v);
+}
+
 /* ---- the command after -- ---- */
 
 /* Fork the command, held on a pipe until the sampler runs.  Returns the write
@@ -678,6 +730,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .mode = o->mode, .gil_only = o->gil_only,
 				   .async_stacks = o->async_stacks, .interval = o->interval,
+				   .track_live = o->leaks,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };
@@ -748,6 +801,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	sampler_stop(r.s);
 	sampler_drain(r.s, on_count, &r);
 	sampler_drain(r.s, on_count, &r);
+	if (o->leaks)
+		leaks_view(&r);
 	{
 		double secs = (clock_mono_ns() - start) / 1e9;
 		double loop;

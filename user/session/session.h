@@ -21,8 +21,11 @@ struct session_opts {
 	int freq;                    /* -F */
 	enum pyperf_mode mode;       /* --mode */
 	bool gil_only;               /* --gil */
-	uint64_t interval;           /* --interval: bytes a walked fault stands for (faults);
-				      * 0: the default */
+	uint64_t interval;           /* --interval: bytes a walk stands for (faults,
+				      * alloc); 0: the default */
+	bool leaks;                  /* `leaks` (mode alloc): at the end the profile's counts
+				      * are the sampled allocations still live */
+	double min_age;              /* leaks: only those at least this old (seconds) */
 	bool async_stacks;           /* --async: stacks of asyncio tasks */
 	bool verbose;
 	bool no_kernel;              /* --no-kernel or --python-only */
