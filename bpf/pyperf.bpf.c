@@ -676,6 +676,14 @@ struct {
 	__type(value, __u64);
 } alloc_objects SEC(".maps");
 
+/* --mode alloc: pid -> its C library's code (written with its probes) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct libc_text);
+} libc_texts SEC(".maps");
+
 /* per CPU, bytes still to allocate before the next sampled allocation */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -743,7 +751,7 @@ int BPF_KRETPROBE(on_alloc_ret, __u64 ret)
 
 	if (!pa)
 		return 0;
-	k.addr = ret;
+	k.addr = ret == ~0ULL ? 0 : ret; /* mmap's MAP_FAILED */
 	if (pa->out && bpf_probe_read_user(&k.addr, sizeof(k.addr), (void *)pa->out))
 		k.addr = 0;
 	if (pa->out && ret) /* posix_memalign failed: an error number */
@@ -806,6 +814,35 @@ SEC("uprobe")
 int BPF_KPROBE(on_posix_memalign, __u64 out, __u64 align, __u64 size)
 {
 	alloc_seen(ctx, size, out);
+	return 0;
+}
+
+/* Anonymous memory mapped by the program itself: pymalloc's arenas (small
+ * objects' growth shows as the arenas it needed), buffers that extensions
+ * map.  malloc maps its large blocks with the same function, from inside
+ * the C library: those were counted at malloc and are left out here (as
+ * are thread stacks, which the C library maps too). */
+SEC("uprobe")
+int BPF_KPROBE(on_mmap, __u64 addr, __u64 len, __u64 prot, __u64 flags)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct libc_text *t = bpf_map_lookup_elem(&libc_texts, &tgid);
+	__u64 ret = 0;
+
+	if (!(flags & 0x20)) /* MAP_ANONYMOUS */
+		return 0;
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)) ||
+	    (t && ret >= t->lo && ret < t->hi))
+		return 0;
+	alloc_seen(ctx, len, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_munmap, __u64 addr)
+{
+	if (alloc_live)
+		alloc_gone(addr);
 	return 0;
 }
 

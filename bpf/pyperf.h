@@ -295,6 +295,12 @@ struct live_key {
 	__u64 addr;
 };
 
+/* --mode alloc: a process's C library code, [lo, hi): an anonymous mmap
+ * called from there is malloc's own (already counted at malloc) */
+struct libc_text {
+	__u64 lo, hi;
+};
+
 struct live_alloc {
 	struct stack_key key;        /* where it was allocated (announced when sampled) */
 	__u64 weight;                /* the bytes it stands for */

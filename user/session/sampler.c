@@ -49,16 +49,17 @@ struct sampler {
 
 /* the allocator functions --mode alloc probes: their entries, for
  * `leaks` their returns and free too */
-#define ALLOC_FUNCS 6
+#define ALLOC_FUNCS 7
+#define ALLOC_LINKS (2 * ALLOC_FUNCS + 2)      /* + free and munmap */
 struct alloc_links {
-	struct bpf_link *l[2 * ALLOC_FUNCS + 1];
+	struct bpf_link *l[ALLOC_LINKS];
 };
 
 static void alloc_links_free(void *v)
 {
 	struct alloc_links *a = v;
 
-	for (int i = 0; a && i < 2 * ALLOC_FUNCS + 1; i++)
+	for (int i = 0; a && i < ALLOC_LINKS; i++)
 		bpf_link__destroy(a->l[i]);
 	free(a);
 }
@@ -259,6 +260,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	bpf_program__set_autoload(s->skel->progs.on_realloc, o->mode == MODE_ALLOC);
 	bpf_program__set_autoload(s->skel->progs.on_alloc_ret, o->mode == MODE_ALLOC && o->track_live);
 	bpf_program__set_autoload(s->skel->progs.on_free, o->mode == MODE_ALLOC && o->track_live);
+	bpf_program__set_autoload(s->skel->progs.on_mmap, o->mode == MODE_ALLOC);
+	bpf_program__set_autoload(s->skel->progs.on_munmap, o->mode == MODE_ALLOC && o->track_live);
 	s->skel->rodata->alloc_live = o->mode == MODE_ALLOC && o->track_live;
 	s->track_live = o->mode == MODE_ALLOC && o->track_live;
 	/* the scheduler hook costs every context switch of the host: only when
@@ -316,13 +319,16 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 {
 	static const struct {
 		const char *name;
-		int prog;    /* 0 malloc, 1 calloc, 2 size second, 3 posix_memalign, 4 realloc */
+		int prog;    /* 0 malloc, 1 calloc, 2 size second, 3 posix_memalign, 4 realloc,
+			      * 5 mmap */
 	} funcs[ALLOC_FUNCS] = { { "malloc", 0 }, { "calloc", 1 }, { "realloc", 4 },
 				 { "aligned_alloc", 2 }, { "memalign", 2 },
-				 { "posix_memalign", 3 } };
-	struct bpf_program *progs[5] = { s->skel->progs.on_malloc, s->skel->progs.on_calloc,
+				 { "posix_memalign", 3 }, { "mmap", 5 } };
+	struct bpf_program *progs[6] = { s->skel->progs.on_malloc, s->skel->progs.on_calloc,
 					 s->skel->progs.on_alloc_arg2,
-					 s->skel->progs.on_posix_memalign, s->skel->progs.on_realloc };
+					 s->skel->progs.on_posix_memalign, s->skel->progs.on_realloc,
+					 s->skel->progs.on_mmap };
+	struct libc_text text = { 0, 0 };
 	struct proc_maps m = { 0 };
 	const struct proc_map *libc;
 	struct alloc_links *a;
@@ -337,7 +343,15 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 		set_err(err, errlen, "no C library (libc.so) mapped: its allocations are not seen");
 		return -1;
 	}
+	/* its code: the executable mappings of that file */
+	for (size_t i = 0; i < m.n; i++)
+		if (m.v[i].path && !strcmp(m.v[i].path, libc->path) && m.v[i].perms[2] == 'x') {
+			text.lo = text.lo && text.lo < m.v[i].start ? text.lo : m.v[i].start;
+			text.hi = text.hi > m.v[i].end ? text.hi : m.v[i].end;
+		}
 	procmaps_free(&m);
+	bpf_map__update_elem(s->skel->maps.libc_texts, &pid, sizeof(pid), &text, sizeof(text),
+			     BPF_ANY);
 	a = calloc(1, sizeof(*a));
 	if (!a || hmap_put(&s->alloc_links, &pid, sizeof(pid), a)) {
 		free(a);
@@ -360,9 +374,12 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 	}
 	if (a->l[0] && s->track_live) {
 		LIBBPF_OPTS(bpf_uprobe_opts, fo, .func_name = "free");
+		LIBBPF_OPTS(bpf_uprobe_opts, mo, .func_name = "munmap");
 
 		a->l[2 * ALLOC_FUNCS] = bpf_program__attach_uprobe_opts(s->skel->progs.on_free,
 									(pid_t)pid, path, 0, &fo);
+		a->l[2 * ALLOC_FUNCS + 1] = bpf_program__attach_uprobe_opts(
+			s->skel->progs.on_munmap, (pid_t)pid, path, 0, &mo);
 	}
 	if (!a->l[0] || (s->track_live && (!a->l[ALLOC_FUNCS] || !a->l[2 * ALLOC_FUNCS]))) {
 		set_err(err, errlen, "cannot probe malloc%s in %s: %s",
@@ -400,6 +417,7 @@ void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs
 void sampler_forget(struct sampler *s, uint32_t pid)
 {
 	alloc_links_free(hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+	bpf_map__delete_elem(s->skel->maps.libc_texts, &pid, sizeof(pid), 0);
 	bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0);
 	__atomic_fetch_add(&s->skel->data->procs_epoch, 1, __ATOMIC_SEQ_CST);
 	bpf_map__delete_elem(s->skel->maps.skip, &pid, sizeof(pid), 0);
@@ -698,6 +716,8 @@ int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
 		add_prog_stats(s->skel->progs.on_calloc, run_cnt, run_time_ns);
 		add_prog_stats(s->skel->progs.on_alloc_arg2, run_cnt, run_time_ns);
 		add_prog_stats(s->skel->progs.on_posix_memalign, run_cnt, run_time_ns);
+		add_prog_stats(s->skel->progs.on_realloc, run_cnt, run_time_ns);
+		add_prog_stats(s->skel->progs.on_mmap, run_cnt, run_time_ns);
 		return 0;
 	}
 	add_prog_stats(s->skel->progs.on_sample, run_cnt, run_time_ns);
