@@ -48,9 +48,9 @@ const volatile bool gil_only = false;
 const volatile __u32 offcpu_walk_hz = 200;
 /* --async: note the asyncio task each sample's thread runs */
 const volatile bool async_stacks = false;
-/* --mode faults: one in about this many faults on anonymous memory is
- * walked (0: not that mode; cpu_weight is then the bytes each walk stands
- * for) */
+/* --mode faults: one page fault in about this many is picked, and walked
+ * if on anonymous memory (0: not that mode; cpu_weight is then the bytes a
+ * walk stands for) */
 const volatile __u32 fault_every = 0;
 /* --mode alloc: the mean number of bytes between two sampled allocations
  * (0: not that mode), a table of exponential gaps with that mean (in
@@ -122,7 +122,7 @@ struct {
 	__type(value, struct offcpu_thread);
 } offcpu_threads SEC(".maps");
 
-/* --mode faults: per CPU, faults on anonymous memory until the next walk */
+/* --mode faults: per CPU, page faults until the next pick */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
