@@ -79,7 +79,7 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	int lines = screen_rows(t);
 	size_t show = t->o->top;
 	/* seconds per count: a sample, or a nanosecond in the off-CPU modes;
-	 * MiB per count (a byte) in faults mode */
+	 * MiB per count (a byte) in faults and alloc mode */
 	bool bytes = mode_is_bytes(t->o->s.mode);
 	double period = t->o->s.mode == MODE_CPU ? 1.0 / t->o->s.freq : bytes ? 1.0 / 1048576 : 1e-9;
 	char u = bytes ? 'M' : 's';

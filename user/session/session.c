@@ -21,6 +21,7 @@
 #include "naming.h"
 #include "native.h"
 #include "profile.h"
+#include "mode.h"
 #include "pyasync.h"
 #include "pyproc.h"
 #include "sampler.h"
@@ -622,7 +623,7 @@ static void run_loop(struct session *r, uint64_t start)
 		if (o->async_stacks)
 			async_retry(r);
 		now = clock_mono_ns();
-		if (o->async_stacks && o->mode != MODE_CPU)
+		if (o->async_stacks && mode_is_time(o->mode))
 			async_waits(r, now);
 		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
 			r->warm_cpu = clock_cpu_s(NULL);
