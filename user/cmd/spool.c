@@ -147,7 +147,8 @@ static size_t discard_body(void *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
-/* POST one file; 1 sent, 0 retry later, -1 refused for good */
+/* POST one file; 1 sent, 0 retry later, -1 refused for good, 2 gone (a
+ * full spool dropped it meanwhile, and counted it) */
 static int post(CURL *c, const char *url, const char *path, uint64_t *bytes, char *why,
 		size_t whylen)
 {
@@ -160,7 +161,7 @@ static int post(CURL *c, const char *url, const char *path, uint64_t *bytes, cha
 
 	if (!f) {
 		snprintf(why, whylen, "%s", strerror(errno));
-		return errno == ENOENT ? -1 : 0;
+		return errno == ENOENT ? 2 : 0;
 	}
 	if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
 	    !(body = malloc((size_t)size + 1)) || fread(body, 1, (size_t)size, f) != (size_t)size) {
@@ -273,6 +274,11 @@ static void *uploader(void *arg)
 		url = strdup(s->url);
 		pthread_mutex_unlock(&s->lock);
 		r = url ? post(c, url, path, &bytes, why, sizeof(why)) : 0;
+		if (r == 2) {
+			free(url);
+			free(v);
+			continue;
+		}
 		pthread_mutex_lock(&s->lock);
 		if (r == 1) {
 			s->st.sent++;
