@@ -66,9 +66,13 @@ static void alloc_links_free(void *v)
 
 static bool libbpf_verbose;
 
+/* -v passes libbpf's warnings and notes through (a verifier log among
+ * them); its debug trace (every relocation of every program, hundreds of
+ * kilobytes) only with PYPERF_LIBBPF_DEBUG set: a reader of our stderr that
+ * waits for the end would otherwise block us on a full pipe */
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (!libbpf_verbose)
+	if (!libbpf_verbose || (level == LIBBPF_DEBUG && !getenv("PYPERF_LIBBPF_DEBUG")))
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }
