@@ -215,6 +215,35 @@ static void offcpu_stacks_keep_their_kernel_frames(void **state)
 	profile_free(&p);
 }
 
+/* leaks: the allocated bytes move aside, the live ones are counted anew
+ * on the same stacks; the oldest age keeps its largest value */
+static void leaks_move_counts_to_heap_and_count_again(void **state)
+{
+	struct stack_ref ref = { .pid = 10, .gen = 1, .hash = 9 };
+	struct pframe fr[1] = { { &f_b, 0 } };
+	struct psample **v;
+	size_t n;
+	struct profile p;
+
+	(void)state;
+	profile_init(&p);
+	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr, 1, NULL, 0, NULL, 0), 0);
+	profile_add_count(&p, &ref, 100, 4096, NULL, 0);
+	profile_counts_to_heap(&p, PROFILE_HEAP_ALLOC_BYTES);
+	assert_int_equal(p.total, 0);
+	profile_add_count(&p, &ref, 100, 1024, NULL, 0);
+	profile_add_heap(&p, &ref, 100, PROFILE_HEAP_OLDEST_MS, 300);
+	profile_add_heap(&p, &ref, 100, PROFILE_HEAP_OLDEST_MS, 200);
+	v = profile_samples(&p, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0]->count, 1024);
+	assert_int_equal(v[0]->heap[PROFILE_HEAP_ALLOC_BYTES], 4096);
+	assert_int_equal(v[0]->heap[PROFILE_HEAP_OLDEST_MS], 300);
+	assert_int_equal(p.total, 1024);
+	free(v);
+	profile_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +252,7 @@ int main(void)
 		cmocka_unit_test(intervals_keep_stacks_and_forget_gone_processes),
 		cmocka_unit_test(code_cache_is_per_image_and_check),
 		cmocka_unit_test(offcpu_stacks_keep_their_kernel_frames),
+		cmocka_unit_test(leaks_move_counts_to_heap_and_count_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

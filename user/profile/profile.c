@@ -346,6 +346,19 @@ void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t 
 	p->total += count;
 }
 
+void profile_counts_to_heap(struct profile *p, int i)
+{
+	hmap_for_each(&p->samples, e) {
+		struct psample *s = e->val;
+
+		s->heap[i] = s->count;
+		s->count = 0;
+	}
+	hmap_for_each(&p->procs, e)
+		((struct pproc *)e->val)->samples = 0;
+	p->total = 0;
+}
+
 void profile_add_heap(struct profile *p, const struct stack_ref *ref, uint32_t tid, int i,
 		      uint64_t v)
 {

@@ -132,6 +132,9 @@ bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uin
 		       const void *ident, size_t nident);
 /* Add count samples (or nanoseconds) of thread tid in stack ref, taken with
  * kernel stack kips[0..nk) (leaf first; nk 0: none, or the stack's own). */
+/* `leaks`: every sample's count moves to heap[i]; counts and totals start
+ * again from zero (the stacks stay) */
+void profile_counts_to_heap(struct profile *p, int i);
 /* `leaks`: add v to heap[i] of ref's sample of thread tid (in user mode);
  * PROFILE_HEAP_OLDEST_MS keeps the largest v instead */
 void profile_add_heap(struct profile *p, const struct stack_ref *ref, uint32_t tid, int i,

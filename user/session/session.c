@@ -451,17 +451,8 @@ static void leaks_view(struct session *r)
 {
 	struct leak_view v = { .r = r, .now_ns = clock_mono_ns(),
 			       .min_age_ns = (uint64_t)(r->o->min_age * 1e9) };
-	size_t n = 0;
-	struct psample **all = profile_samples(&r->prof, &n);
 
-	for (size_t i = 0; all && i < n; i++) {
-		all[i]->heap[PROFILE_HEAP_ALLOC_BYTES] = all[i]->count;
-		all[i]->count = 0;
-	}
-	free(all);
-	hmap_for_each(&r->prof.procs, e)
-		((struct pproc *)e->val)->samples = 0;
-	r->prof.total = 0;
+	profile_counts_to_heap(&r->prof, PROFILE_HEAP_ALLOC_BYTES);
 	sampler_live(r->s, on_live, on_objects, &v);
 }
 
