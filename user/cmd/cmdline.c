@@ -2,6 +2,7 @@
 #include "cmdline.h"
 #include "env.h"
 #include "mode.h"
+#include "size.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -111,18 +112,11 @@ int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out)
 
 int cmdline_interval(const char *cmd, const char *arg, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (end != arg && (*end == 'k' || *end == 'K'))
-		v <<= 10, end++;
-	else if (end != arg && (*end == 'm' || *end == 'M'))
-		v <<= 20, end++;
-	if (errno || end == arg || *end || arg[0] == '-' || v < 4096 || v > (1ull << 32))
-		return fail_cmd(cmd, "--interval: bytes from 4096 to 4G (a K or M suffix "
-				"multiplies by 1024 or 1048576), not ", arg);
+	if (!size_parse(arg, &v) || v < 4096 || v > (1ull << 32))
+		return fail_cmd(cmd, "--interval: bytes from 4096 to 4G (a K, M or G suffix "
+				"multiplies by 1024, 1048576 or 2^30), not ", arg);
 	*out = v;
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include "errmsg.h"
 #include "mode.h"
 #include "pyperf.h"
+#include "size.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,29 +25,6 @@ static void defaults(struct daemon_cfg *c)
 	c->spool_bytes = 256ull << 20;
 	c->unwind_bytes = (uint64_t)PYPERF_UNWIND_MB << 20;
 	snprintf(c->app_env, sizeof(c->app_env), "PYPERF_SERVICE");
-}
-
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0 || !isfinite(v))
-		return false;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': v *= 1024; end++; break;
-	case 'M': v *= 1024 * 1024; end++; break;
-	case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (toupper((unsigned char)*end) == 'B')
-		end++;
-	if (*end || v > 1e15)
-		return false;
-	*out = (uint64_t)v;
-	return true;
 }
 
 static bool parse_bool(const char *s, bool *out)
@@ -108,16 +86,16 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 			goto bad;
 		c->keep = l;
 	} else if (!strcmp(key, "keep-bytes")) {
-		if (!parse_size(v, &c->keep_bytes) || !c->keep_bytes)
+		if (!size_parse(v, &c->keep_bytes) || !c->keep_bytes)
 			goto bad;
 	} else if (!strcmp(key, "spool-bytes")) {
-		if (!parse_size(v, &c->spool_bytes) || !c->spool_bytes)
+		if (!size_parse(v, &c->spool_bytes) || !c->spool_bytes)
 			goto bad;
 	} else if (!strcmp(key, "unwind-bytes")) {
-		if (!parse_size(v, &c->unwind_bytes) || c->unwind_bytes < 4096)
+		if (!size_parse(v, &c->unwind_bytes) || c->unwind_bytes < 4096)
 			goto bad;
 	} else if (!strcmp(key, "fault-interval")) {
-		if (!parse_size(v, &c->fault_bytes) || c->fault_bytes < 4096 ||
+		if (!size_parse(v, &c->fault_bytes) || c->fault_bytes < 4096 ||
 		    c->fault_bytes > (1ull << 32))
 			goto bad;
 	} else if (!strcmp(key, "stats")) {

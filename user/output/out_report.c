@@ -91,9 +91,10 @@ static int by_samples(const void *a, const void *b)
 
 /* shown: the samples (or ns) the report counts (c->pid's alone when set),
  * off: of those, off the CPU; native_only: samples of threads that ran no
- * Python frame, in the profile with their native and kernel stacks */
+ * Python frame, in the profile with their native and kernel stacks; heap:
+ * the samples' heap values summed (leaks) */
 static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint64_t off,
-			 uint64_t native_only)
+			 uint64_t native_only, const uint64_t heap[PROFILE_HEAP_N])
 {
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
@@ -110,21 +111,16 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 			"%.2f s (%llu page faults, %llu walked: anonymous memory)\n",
 			shown * per, c->duration_s, (unsigned long long)st[STAT_FAULTS],
 			(unsigned long long)st[STAT_FAULT_WALKS]);
-	else if (c->mode == MODE_LEAKS) {
-		uint64_t objs = 0, abytes = 0;
-
-		for (size_t i = 0; i < c->nleak_samples; i++) {
-			objs += c->leak_samples[i]->heap[PROFILE_HEAP_INUSE_OBJECTS];
-			abytes += c->leak_samples[i]->heap[PROFILE_HEAP_ALLOC_BYTES];
-		}
+	else if (c->mode == MODE_LEAKS)
 		fprintf(f, "pyperf-bpf: leaks: %.2f MiB in about %llu allocations still live at "
 			"the end (at least %.1f s old; estimated from sampled bytes), of %.2f MiB "
 			"allocated in %.2f s (%llu allocator calls, %llu sampled; %llu sampled ones "
-			"not tracked, the map was full)\n", shown * per, (unsigned long long)objs,
-			c->min_age, abytes * per, c->duration_s, (unsigned long long)st[STAT_ALLOCS],
-			(unsigned long long)st[STAT_ALLOC_WALKS],
+			"not tracked, the map was full)\n", shown * per,
+			(unsigned long long)heap[PROFILE_HEAP_INUSE_OBJECTS], c->min_age,
+			heap[PROFILE_HEAP_ALLOC_BYTES] * per, c->duration_s,
+			(unsigned long long)st[STAT_ALLOCS], (unsigned long long)st[STAT_ALLOC_WALKS],
 			(unsigned long long)st[STAT_LIVE_FULL]);
-	} else if (c->mode == MODE_ALLOC)
+	else if (c->mode == MODE_ALLOC)
 		fprintf(f, "pyperf-bpf: alloc mode: %.2f MiB allocated (estimated from sampled "
 			"bytes), in %.2f s (%llu allocator calls, %llu sampled)\n",
 			shown * per, c->duration_s, (unsigned long long)st[STAT_ALLOCS],
@@ -217,7 +213,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 	struct psample **v = out_samples(c, &n);
 	struct fn_counts counts = { 0 };
 	struct fn_count **list = NULL;
-	uint64_t native_only = 0, shown = 0, off = 0;
+	uint64_t native_only = 0, shown = 0, off = 0, heap[PROFILE_HEAP_N] = { 0 };
 	int rc = -1;
 
 	if (!v)
@@ -228,25 +224,22 @@ int out_report(FILE *f, const struct out_ctx *c)
 			off += v[i]->count;
 		if (v[i]->stack->flags & STACK_NO_PYTHON)
 			native_only += v[i]->count;
+		for (int k = 0; k < PROFILE_HEAP_N; k++)
+			heap[k] += v[i]->heap[k];
 		if (fn_counts_add(&counts, v[i]->stack, v[i]->count))
 			goto out;
 	}
 	list = fn_counts_list(&counts, &nrows);
 	if (!list)
 		goto out;
+	print_header(f, c, shown, off, native_only, heap);
 	if (c->mode == MODE_LEAKS) {
-		struct out_ctx lc = *c;
-
-		lc.leak_samples = v;
-		lc.nleak_samples = n;
-		print_header(f, &lc, shown, off, native_only);
 		print_leak_stacks(f, c, v, n);
 		qsort(list, nrows, sizeof(*list), by_own);
 		print_table(f, c, list, nrows, shown, "Functions by bytes still live");
 		rc = ferror(f) ? -1 : 0;
 		goto out;
 	}
-	print_header(f, c, shown, off, native_only);
 	qsort(list, nrows, sizeof(*list), by_own);
 	print_table(f, c, list, nrows, shown, "Top functions by own time");
 	qsort(list, nrows, sizeof(*list), by_total);

@@ -20,8 +20,6 @@ struct out_ctx {
 	int freq;
 	enum pyperf_mode mode;       /* what a count is (mode.h): a sample, ns or a byte */
 	double min_age;              /* MODE_LEAKS: allocations younger were left out */
-	struct psample **leak_samples; /* MODE_LEAKS, the report's header: the samples */
-	size_t nleak_samples;
 	int ncpus;
 	uint64_t stats[STAT_NR];     /* sampler counters */
 	size_t top;                  /* rows per report table */
