@@ -9,24 +9,22 @@ import time
 SIZES = (600, 1500, 4000, 9000, 30000)
 
 
-def seventy(n, asked):
+def allocate(n, times, asked, slot):
     keep = []
     for i in range(n):
-        size = SIZES[i % len(SIZES)] * 7
+        size = SIZES[i % len(SIZES)] * times
         keep.append(bytearray(size))
-        asked[0] += size
+        asked[slot] += size
         if len(keep) > 50:
             keep.clear()
+
+
+def seventy(n, asked):
+    allocate(n, 7, asked, 0)
 
 
 def thirty(n, asked):
-    keep = []
-    for i in range(n):
-        size = SIZES[i % len(SIZES)] * 3
-        keep.append(bytearray(size))
-        asked[1] += size
-        if len(keep) > 50:
-            keep.clear()
+    allocate(n, 3, asked, 1)
 
 
 def main():
