@@ -385,3 +385,31 @@ def test_wall_mode_pushes_time(tmp_path):
     assert "wall/nanoseconds" in pprof("-raw", str(path))
     logged = [int(m.group(1)) for m in re.finditer(r"stats: interval [\d.]+ s, (\d+) ns,", d.text())]
     assert logged and uploads_total(ups) == sum(logged) > 0, logged
+
+
+def test_alloc_mode_pushes_bytes(tmp_path):
+    """--mode alloc: each upload says its values are bytes (no sample rate)
+    and its pprof holds alloc_space/bytes (faults share the code path)."""
+    rec = Receiver()
+    e = dict(os.environ, PYPERF_SERVICE="allocs")
+    try:
+        d = Daemon(["-F", "99", "-i", "1", "--mode", "alloc", "--push",
+                    f"http://127.0.0.1:{rec.port}", "--spool", str(tmp_path / "spool")], tmp_path)
+        w = subprocess.Popen([python(), os.path.join(WORKLOADS, "allocsplit.py"), "30"],
+                             stdout=subprocess.DEVNULL, env=e)
+        try:
+            assert d.wait_log("stats:", timeout=30, count=3), d.text()
+            rc, err = d.stop()
+            assert rc == 0, err
+        finally:
+            w.kill()
+            w.wait()
+    finally:
+        rec.stop()
+    mine = [(q, body) for _, q, body in rec.uploads if q["name"][0].startswith("allocs{")]
+    assert mine, [q["name"] for _, q, _ in rec.uploads]
+    for q, _ in mine:
+        assert q["units"] == ["bytes"] and "sampleRate" not in q, q
+    path = tmp_path / "one.pb.gz"
+    path.write_bytes(mine[0][1])
+    assert "alloc_space/bytes" in pprof("-raw", str(path))
