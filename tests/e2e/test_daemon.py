@@ -413,3 +413,34 @@ def test_alloc_mode_pushes_bytes(tmp_path):
     path = tmp_path / "one.pb.gz"
     path.write_bytes(mine[0][1])
     assert "alloc_space/bytes" in pprof("-raw", str(path))
+
+
+def test_async_names_tasks(tmp_path):
+    """--async: the daemon's profiles show asyncio tasks like record --async
+    (the same session engine): the burning coroutine under its three tasks."""
+    pys = [p for p in SUPPORTED if p[1] >= (3, 12)]
+    if not pys:
+        pytest.skip("no CPython 3.12+ present")
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "99", "-i", "1", "--dir", str(out), "--async", "--no-kernel"], tmp_path)
+    e = dict(os.environ, PYPERF_SERVICE="tasks")
+    w = subprocess.Popen([pys[-1][0], os.path.join(WORKLOADS, "async_tree.py"), "30"],
+                         stdout=subprocess.DEVNULL, env=e)
+    try:
+        assert d.wait_log("stats:", timeout=30, count=4), d.text()
+        rc, err = d.stop()
+        assert rc == 0, err
+    finally:
+        w.kill()
+        w.wait()
+    burn = chained = 0
+    for f in os.listdir(out):
+        if not f.startswith(f"tasks-{w.pid}-"):
+            continue
+        for count, frames, _ in pprof_raw(str(out / f)):
+            if "burn" in frames:
+                burn += count
+                # pprof_raw lists frames leaf first
+                if frames[-3:] == ["<task leaf>", "<task middle>", "<task root>"]:
+                    chained += count
+    assert burn > 100 and chained >= 0.9 * burn, (burn, chained)

@@ -39,6 +39,7 @@ static void test_defaults_need_a_sink(void **state)
 	assert_int_equal(c.freq, 19);
 	assert_int_equal(c.mode, MODE_CPU);
 	assert_false(c.gil);
+	assert_false(c.async_stacks);
 	assert_true(c.interval == 60);
 	assert_string_equal(c.dir, "/tmp/p");
 	assert_string_equal(c.app_env, "PYPERF_SERVICE");
@@ -53,10 +54,12 @@ static void test_file_then_command_line(void **state)
 
 	(void)state;
 	write_config("# a comment\n\n  frequency = 99 \ninterval=10\ndir = /var/p\n"
-		     "keep-bytes = 2M\nspool-bytes=1.5GB\npython-only = yes\nmode = wall\ngil = true\n");
+		     "keep-bytes = 2M\nspool-bytes=1.5GB\npython-only = yes\nmode = wall\ngil = true\n"
+		     "async = yes\n");
 	assert_int_equal(daemon_cfg_load(&c, path, args, 2, err, sizeof(err)), 0);
 	assert_int_equal(c.mode, MODE_WALL);
 	assert_true(c.gil);
+	assert_true(c.async_stacks);
 	assert_int_equal(c.freq, 49); /* the command line wins */
 	assert_true(c.interval == 10);
 	assert_string_equal(c.dir, "/var/p");

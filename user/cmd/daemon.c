@@ -102,7 +102,9 @@ static void usage(void)
 	       "      --log FILE           log here instead of stderr\n"
 	       "      --no-kernel          no kernel frames\n"
 	       "      --python-only        Python frames only\n"
-	       "      --gil                only samples of threads holding the GIL\n");
+	       "      --gil                only samples of threads holding the GIL\n"
+	       "      --async              asyncio (CPython 3.12+): a task's frames under\n"
+	       "                           <task NAME> frames (see record --async)\n");
 }
 
 static int parse_args(struct daemon *d, int argc, char **argv)
@@ -128,6 +130,7 @@ static int parse_args(struct daemon *d, int argc, char **argv)
 		{ "no-kernel", no_argument, NULL, 0 },
 		{ "python-only", no_argument, NULL, 0 },
 		{ "gil", no_argument, NULL, 0 },
+		{ "async", no_argument, NULL, 0 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -368,6 +371,7 @@ static void on_hup(void *ctx)
 		return;
 	}
 	if (c.freq != d->cfg.freq || c.mode != d->cfg.mode || c.gil != d->cfg.gil ||
+	    c.async_stacks != d->cfg.async_stacks ||
 	    c.fault_bytes != d->cfg.fault_bytes ||
 	    c.no_kernel != d->cfg.no_kernel ||
 	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
@@ -378,6 +382,7 @@ static void on_hup(void *ctx)
 		c.mode = d->cfg.mode;
 		c.fault_bytes = d->cfg.fault_bytes;
 		c.gil = d->cfg.gil;
+		c.async_stacks = d->cfg.async_stacks;
 		c.no_kernel = d->cfg.no_kernel;
 		c.python_only = d->cfg.python_only;
 		memcpy(c.log, d->cfg.log, sizeof(c.log));
@@ -433,6 +438,7 @@ int daemon_main(int argc, char **argv)
 	o.mode = d.cfg.mode;
 	o.interval = d.cfg.fault_bytes;
 	o.gil_only = d.cfg.gil;
+	o.async_stacks = d.cfg.async_stacks;
 	o.no_kernel = d.cfg.no_kernel || d.cfg.python_only;
 	o.no_native = d.cfg.python_only;
 	/* At a low rate most samples would be the first of their stack since

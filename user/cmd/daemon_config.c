@@ -107,6 +107,9 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 	} else if (!strcmp(key, "gil")) {
 		if (!parse_bool(v, &c->gil))
 			goto bad;
+	} else if (!strcmp(key, "async")) {
+		if (!parse_bool(v, &c->async_stacks))
+			goto bad;
 	} else if (!strcmp(key, "python-only")) {
 		if (!parse_bool(v, &c->python_only))
 			goto bad;

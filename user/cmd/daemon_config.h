@@ -29,7 +29,7 @@ struct daemon_cfg {
 	uint64_t fault_bytes;        /* mode=faults: bytes a walked fault stands for (0: default) */
 	char app_env[128];
 	char log[1024];              /* "" stderr */
-	bool stats, no_kernel, python_only, gil;
+	bool stats, no_kernel, python_only, gil, async_stacks;
 };
 
 /* One setting as given on the command line: the long option name and its

@@ -160,9 +160,12 @@ static void async_adopt(struct session *r, const struct pyproc *py, const struct
 
 	async_forget(r, py->pid);
 	if (py->major == 3 && py->minor < 12) {
-		fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks are read from CPython "
-			"3.12 on, this is %d.%d: its stacks are shown without tasks\n", py->pid,
-			py->major, py->minor);
+		/* said of the processes asked for; a whole host (the daemon)
+		 * has too many older ones to name each */
+		if (r->o->verbose || r->o->npids || r->o->cmd)
+			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks are read from "
+				"CPython 3.12 on, this is %d.%d: its stacks are shown without "
+				"tasks\n", py->pid, py->major, py->minor);
 		return;
 	}
 	at = calloc(1, sizeof(*at));
