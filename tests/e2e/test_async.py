@@ -58,6 +58,24 @@ def test_async_shows_the_burning_coroutine_under_its_awaiting_tasks(python, tmp_
     assert "unavailable" not in r.stderr, r.stderr
 
 
+@async_pythons()
+def test_async_follows_a_taskgroup_to_the_task_that_opened_it(python, tmp_path):
+    """async_group.py: "crunch" is a TaskGroup's child; the task awaiting it
+    is the one inside `async with` ("outer"): 3.14+ say so in awaited_by,
+    3.12/3.13 through the group's done callback and its _parent_task."""
+    stacks, _, r = record_workload(python[0], tmp_path, "async_group.py", "2", hz=499,
+                                   extra=["--async"])
+    total = chained = 0
+    for frames, count in stacks:
+        names = [func_name(f) for f in frames]
+        if "burn" in names:
+            total += count
+            chained += count if names[:5] == ["<task main>", "<task outer>", "<task crunch>",
+                                              "crunch", "burn"] else 0
+    assert total > 300, (total, stacks[:5])
+    assert chained >= 0.9 * total, (chained, total, stacks[:5])
+
+
 def test_async_in_wall_mode_and_without_it(tmp_path):
     """wall mode keeps the chain (the off-CPU walk notes tasks too); without
     --async the same run has no task frames."""

@@ -28,6 +28,8 @@
 #define WEAKREF_OBJ 16           /* PyWeakReference.wr_object */
 #define CFUNC_ML 16              /* PyCFunctionObject.m_ml */
 #define CFUNC_SELF 24            /* PyCFunctionObject.m_self */
+#define METHOD_SELF 24           /* PyMethodObject.im_self */
+#define TASKGROUP_ATTRS 10       /* attributes TaskGroup.__init__ sets (3.12, 3.13) */
 #define LONG_TAG 16              /* 3.12+ PyLongObject: lv_tag, then 30-bit digits */
 #define MODULE_STATE 32          /* PyModuleObject.md_state */
 #define DICT_KEYS 32             /* PyDictObject.ma_keys (3.12, 3.13) */
@@ -428,6 +430,46 @@ const char *pyasync_task_state(int pid, const struct pyasync *a, uint64_t task)
 	return st == 0 ? "pending" : st == 1 ? "cancelled" : st == 2 ? "finished" : "?";
 }
 
+/* ---- instance attributes (3.12/3.13) ---- */
+
+static bool is_set_value(int pid, uint64_t key, uint64_t value, void *ctx)
+{
+	(void)key;
+	(void)ctx;
+	return type_is(pid, value, "set");
+}
+
+static bool is_task_value(int pid, uint64_t key, uint64_t value, void *ctx)
+{
+	(void)key;
+	return is_task(pid, ctx, value);
+}
+
+/* The first of the first max attributes of Python object obj (in the
+ * order they were first set) for which fn(0, value, ctx) holds, from the
+ * instance's managed dict (at obj - 24) or its values: 3.12 keeps split
+ * values behind a tagged pointer there, 3.13 inline after the object
+ * (capacity, size, embedded and valid bytes, then the values); 0: none. */
+static uint64_t attr_find(int pid, const struct pyasync *a, uint64_t obj, int max,
+			  bool (*fn)(int pid, uint64_t key, uint64_t value, void *ctx), void *ctx)
+{
+	uint64_t d = rd(pid, obj - 24), values = 0;
+
+	if (a->minor == 12 && (d & 1))
+		values = d + 1; /* tagged: the values' address - 1 */
+	else if (d)
+		return dict_find(pid, d, fn, ctx);
+	else if (a->minor >= 13)
+		values = obj + rd(pid, rd(pid, obj + OB_TYPE) + TP_BASICSIZE) + 8;
+	for (int i = 0; values && i < max; i++) {
+		uint64_t v = rd(pid, values + 8 * (uint64_t)i);
+
+		if (v && fn(pid, 0, v, ctx))
+			return v;
+	}
+	return 0;
+}
+
 /* 3.12/3.13: if callback cb is a task's wakeup, that task */
 static uint64_t wakeup_owner(int pid, const struct pyasync *a, uint64_t cb)
 {
@@ -469,7 +511,8 @@ static int callbacks_of(int pid, const struct pyasync *a, uint64_t fut, uint64_t
 }
 
 /* 3.12/3.13: the task whose wakeup is among fut's callbacks, also through
- * a closure that holds a gathering future (asyncio.gather) */
+ * a closure that holds a gathering future (asyncio.gather) or through the
+ * TaskGroup that created fut */
 static uint64_t awaiter_by_callbacks(int pid, const struct pyasync *a, uint64_t fut, int depth)
 {
 	uint64_t cbs[16];
@@ -480,6 +523,12 @@ static uint64_t awaiter_by_callbacks(int pid, const struct pyasync *a, uint64_t 
 		int64_t nc;
 
 		if (t)
+			return t;
+		/* asyncio.TaskGroup: its _on_task_done, bound to the group, whose
+		 * one task-valued attribute is the task that entered it */
+		if (type_is(pid, cbs[i], "method") &&
+		    type_is(pid, (t = rd(pid, cbs[i] + METHOD_SELF)), "TaskGroup") &&
+		    (t = attr_find(pid, a, t, TASKGROUP_ATTRS, is_task_value, (void *)a)))
 			return t;
 		if (depth > 0 || a->func_closure < 0 || !type_is(pid, cbs[i], "function"))
 			continue;
@@ -557,35 +606,11 @@ static int set_keys(int pid, uint64_t s, uint64_t *out, int max)
 	return n;
 }
 
-static bool is_set_value(int pid, uint64_t key, uint64_t value, void *ctx)
-{
-	(void)key;
-	(void)ctx;
-	return type_is(pid, value, "set");
-}
-
 /* 3.12/3.13: the set holding a WeakSet's references, its first attribute
- * (`data`, set first by WeakSet.__init__), from the instance's managed
- * dict or inline values */
+ * (`data`, set first by WeakSet.__init__) */
 static uint64_t weakset_data(int pid, const struct pyasync *a, uint64_t ws)
 {
-	uint64_t d = rd(pid, ws - 24), v = 0;
-
-	if (a->minor == 12) {
-		if (d & 1) /* tagged: values (pointer - 1) */
-			v = rd(pid, d + 1);
-		else if (d)
-			v = dict_find(pid, d, is_set_value, NULL);
-	} else if (d) {
-		v = dict_find(pid, d, is_set_value, NULL);
-	} else {
-		/* inline values after the object: capacity, size, embedded,
-		 * valid, then the values */
-		uint64_t basic = rd(pid, rd(pid, ws + OB_TYPE) + TP_BASICSIZE);
-
-		v = rd(pid, ws + basic + 8);
-	}
-	return v && type_is(pid, v, "set") ? v : 0;
+	return attr_find(pid, a, ws, 1, is_set_value, NULL);
 }
 
 int pyasync_all_tasks(int pid, const struct pyasync *a, uint64_t *out, int max)
