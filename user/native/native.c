@@ -8,6 +8,7 @@
 #include "elfsym.h"
 #include "errmsg.h"
 #include "nsym.h"
+#include "perfmap.h"
 #include "procmaps.h"
 #include "prologue.h"
 #include "unwind_table.h"
@@ -67,20 +68,14 @@ struct nmap {
 				      * fixed table, else 0 */
 };
 
-struct jit_sym {
-	uint64_t start, end;
-	char *name;
-};
-
 #define STALE_REREADS 8      /* rereads of a process's mappings for trampolines */
 
 struct nproc {
 	int pid;
 	size_t n;
 	struct nmap *v;
-	struct jit_sym *jit;         /* from /tmp/perf-PID.map, sorted */
-	size_t njit;
-	uint64_t jit_size;           /* bytes of the map file read */
+	struct perfmap jit;          /* from /tmp/perf-PID.map */
+	bool jit_refused;            /* that file was refused (said once) */
 	bool stale;                  /* a mapping taken for plain JIT code holds perf
 				      * trampolines: read the mappings again */
 	unsigned rereads;            /* for that, at most STALE_REREADS */
@@ -122,80 +117,29 @@ static void free_bin(void *v)
 	free(b);
 }
 
-static void free_jit(struct nproc *p)
-{
-	for (size_t i = 0; i < p->njit; i++)
-		free(p->jit[i].name);
-	free(p->jit);
-	p->jit = NULL;
-	p->njit = 0;
-	p->jit_size = 0;
-}
-
 static void free_proc(void *v)
 {
 	struct nproc *p = v;
 
 	free(p->v);
-	free_jit(p);
+	perfmap_free(&p->jit);
 	free(p);
 }
 
-static int cmp_jit(const void *a, const void *b)
-{
-	const struct jit_sym *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* (Re)read the perf map a JIT writes for perf (CPython's -X perf, and others):
- * lines "START SIZE NAME" in hex.  Only when it grew since the last read. */
+/* (Re)read the perf map a JIT writes for perf (CPython's -X perf, and
+ * others), from where the last read stopped; a file refused (perfmap.h) is
+ * said once and not read again for that process. */
 static void read_perf_map(struct nproc *p)
 {
-	char path[128], line[1024];
-	struct stat st;
-	FILE *f;
+	char why[256];
 
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->pid);
-	if (stat(path, &st) || (uint64_t)st.st_size == p->jit_size || !(f = fopen(path, "re")))
+	if (p->jit_refused)
 		return;
-	free_jit(p);
-	p->jit_size = (uint64_t)st.st_size;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, size;
-		int off = 0;
-		struct jit_sym *v;
-
-		if (sscanf(line, "%llx %llx %n", &start, &size, &off) != 2 || !off)
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		v = realloc(p->jit, (p->njit + 1) * sizeof(*v));
-		if (!v)
-			break;
-		p->jit = v;
-		v[p->njit].start = start;
-		v[p->njit].end = start + size;
-		v[p->njit].name = strdup(line + off);
-		if (v[p->njit].name)
-			p->njit++;
+	if (perfmap_read(&p->jit, p->pid, why, sizeof(why)) < 0) {
+		p->jit_refused = true;
+		fprintf(stderr, "pyperf-bpf: pid %d: %s; its JIT frames are not named\n", p->pid,
+			why);
 	}
-	fclose(f);
-	qsort(p->jit, p->njit, sizeof(*p->jit), cmp_jit);
-}
-
-static const struct jit_sym *find_jit(const struct nproc *p, uint64_t pc)
-{
-	size_t lo = 0, hi = p->njit;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->jit[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && pc < p->jit[lo - 1].end ? &p->jit[lo - 1] : NULL;
 }
 
 static void free_func(void *v)
@@ -858,11 +802,12 @@ static uint32_t perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 	if (t)
 		return t;
 	read_perf_map(np);
-	j = find_jit(np, start);
-	for (size_t i = j ? (size_t)(j - np->jit) : 0; i < np->njit && np->jit[i].start < end; i++)
-		if (np->jit[i].start >= start && !strncmp(np->jit[i].name, "py::", 4)) {
+	j = perfmap_find(&np->jit, start);
+	for (size_t i = j ? (size_t)(j - np->jit.v) : 0; i < np->jit.n && np->jit.v[i].start < end;
+	     i++)
+		if (np->jit.v[i].start >= start && !strncmp(np->jit.v[i].name, "py::", 4)) {
 			/* not the code we know: the older rule, which keeps rbp */
-			t = trampoline_code(np->pid, np->jit[i].start);
+			t = trampoline_code(np->pid, np->jit.v[i].start);
 			return t ? t : TABLE_TRAMPOLINE;
 		}
 	return 0;
@@ -1048,11 +993,11 @@ static struct func *intern(struct native *n, struct nbin *bin, const struct bina
 /* code without a file (JIT): named from the perf map if the JIT wrote one */
 static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t pc)
 {
-	const struct jit_sym *j = find_jit(np, pc);
+	const struct jit_sym *j = perfmap_find(&np->jit, pc);
 
 	if (!j) {
 		read_perf_map(np);
-		j = find_jit(np, pc);
+		j = perfmap_find(&np->jit, pc);
 	}
 	if (!j)
 		return n->unknown;

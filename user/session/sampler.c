@@ -135,9 +135,7 @@ static void alloc_tables(struct pyperf_bpf *skel, uint64_t interval)
 	}
 }
 
-/* A stack as the sampler packs it (EV_WIRE_HEAD in pyperf.h) into *out;
- * -1 for a record whose counts do not match its length. */
-static int ev_stack_unpack(const void *data, size_t size, struct ev_stack *out)
+int sampler_unpack_stack(const void *data, size_t size, struct ev_stack *out)
 {
 	const unsigned char *p = data;
 	size_t fbytes, nbytes, kbytes;
@@ -172,7 +170,7 @@ static int dispatch(void *ctx, void *data, size_t size)
 	pid = (int)h->pid;
 	switch (h->kind) {
 	case EV_STACK:
-		if (e->stack && ev_stack_unpack(data, size, s->stack) == 0)
+		if (e->stack && sampler_unpack_stack(data, size, s->stack) == 0)
 			e->stack(e->ctx, s->stack);
 		break;
 	case EV_NEW_PID:

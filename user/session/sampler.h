@@ -53,6 +53,10 @@ typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t 
  * per second at most (blocks beyond are walked with a probability and
  * weighted by its inverse): twice the sampling rate, at least 200. */
 unsigned offcpu_walk_hz(int freq);
+/* A stack record as the sampler packs it on the ring buffer (EV_WIRE_HEAD
+ * in pyperf.h) into *out; -1 for a record whose counts do not match its
+ * length. */
+int sampler_unpack_stack(const void *data, size_t size, struct ev_stack *out);
 /* --mode faults: a fault brings in a page of this many bytes; one in
  * interval / FAULT_PAGE of them is picked (256 KiB: one in 64) */
 #define FAULT_PAGE 4096u
