@@ -3,7 +3,8 @@
  * Strings: a compact str keeps its characters right after the object header:
  * after PyASCIIObject when all are ASCII, after PyCompactUnicodeObject
  * otherwise, 1, 2 or 4 bytes each (the `kind` bits of `state`).  They are
- * converted to UTF-8.  Names and paths are read whole, never cut.
+ * converted to UTF-8.  A name or path longer than PYREAD_MAX_CHARS is cut
+ * there and marked ("...[cut: N characters]"): shown, never dropped.
  * Code objects: one read of the header gives the pointers to name, file and
  * line table, and what py_code_check() needs to confirm the address still
  * holds the code object the sampler saw. */
@@ -16,7 +17,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#define MAX_OBJ_BYTES (1u << 20) /* sanity bound on a name, path or line table */
+#define MAX_OBJ_BYTES (1u << 20) /* sanity bound on a line table */
+#define MAX_STR_LEN ((1ull << 62) / 4) /* a str's length cannot be more */
 
 int mem_read(int pid, uint64_t addr, void *buf, size_t len)
 {
@@ -65,9 +67,9 @@ static size_t put_utf8(char *out, uint32_t c)
  * object read mid-construction or after it was freed).  Lone surrogates, which
  * a str may hold (surrogateescape'd file names), become U+FFFD so the output
  * stays valid UTF-8. */
-static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind)
+static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64_t whole)
 {
-	char *out = malloc(length * 4 + 1), *p = out;
+	char *out = malloc(length * 4 + 48), *p = out;
 
 	if (!out)
 		return NULL;
@@ -89,7 +91,10 @@ static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind)
 			c = 0xfffd;
 		p += put_utf8(p, c);
 	}
-	*p = 0;
+	if (whole > length)
+		sprintf(p, "...[cut: %llu characters]", (unsigned long long)whole);
+	else
+		*p = 0;
 	return out;
 }
 
@@ -105,7 +110,7 @@ static bool memchr_high(const uint8_t *data, uint64_t len)
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 {
 	uint8_t hdr[128];
-	uint64_t length;
+	uint64_t length, whole;
 	uint32_t state;
 	unsigned kind, compact, ascii;
 	uint8_t *data;
@@ -118,9 +123,11 @@ char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 	kind = (state >> 2) & 7;
 	compact = (state >> 5) & 1;
 	ascii = (state >> 6) & 1;
-	/* length comes from the target: compare before multiplying, no wrap-around */
-	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > MAX_OBJ_BYTES / kind)
+	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > MAX_STR_LEN)
 		return NULL;
+	whole = length;
+	if (length > PYREAD_MAX_CHARS)
+		length = PYREAD_MAX_CHARS;
 	data = malloc(length * kind + 1);
 	if (!data)
 		return NULL;
@@ -131,7 +138,7 @@ char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 	}
 	s = NULL;
 	if (!ascii || kind != 1 || !memchr_high(data, length))
-		s = to_utf8(data, length, kind);
+		s = to_utf8(data, length, kind, whole);
 	free(data);
 	return s;
 }

@@ -11,7 +11,9 @@
 
 /* Copy len bytes at addr in pid; 0, or -errno. */
 int mem_read(int pid, uint64_t addr, void *buf, size_t len);
-/* A str object as malloc'd UTF-8, or NULL. */
+/* The UTF-8 of str object obj (malloc'd), or NULL if it is not one; a str
+ * longer than PYREAD_MAX_CHARS is cut there, ending "...[cut: N characters]". */
+#define PYREAD_MAX_CHARS 4096
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o);
 /* A bytes object's contents (malloc'd, *len set), or NULL. */
 uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len);
