@@ -43,6 +43,25 @@ def test_command_exit_status_is_passed_on(tmp_path):
     assert (tmp_path / "x.folded").exists()
 
 
+@pytest.mark.parametrize("ignore,code,mark", [("", 3, "int"), ("int", 4, "term"),
+                                               ("int,term", 128 + signal.SIGKILL, None)])
+def test_end_of_duration_stops_the_command_gracefully(ignore, code, mark, tmp_path):
+    """At the end of -d the command is asked like Ctrl-C (SIGINT), then
+    SIGTERM, then SIGKILL, 2 s apart; its own exit status is passed on and its
+    handlers run.  stubborn.py says which signal it handled.  The behaviour
+    is the profiler's, not the interpreter's: one Python."""
+    out, flag = tmp_path / "x.folded", tmp_path / "mark"
+    t = time.monotonic()
+    r = run_pyperf(["-d", "1", "-o", str(out), "--", SUPPORTED[-1][0],
+                    os.path.join(WORKLOADS, "stubborn.py"), str(flag)] + ([ignore] if ignore else []))
+    took = time.monotonic() - t
+    assert r.returncode == code, r.stderr
+    assert (flag.read_text() if flag.exists() else None) == mark
+    assert any(py_leaf(f) == "burn" for f, _ in parse_folded(out.read_text()))
+    # each step waits 2 s at most: SIGINT at 1 s, SIGTERM at 3 s, SIGKILL at 5 s
+    assert took < {3: 2.9, 4: 4.9}.get(code, 6.9), took
+
+
 @supported_pythons()
 def test_attach_to_running_process(python, tmp_path):
     proc = subprocess.Popen([python[0], os.path.join(WORKLOADS, "split.py"), "20",

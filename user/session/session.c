@@ -42,7 +42,7 @@
 #define DRAIN_EVERY_NS (1000ull * 1000 * 1000)
 #define BACKOFF_FIRST_NS (10ull * 1000 * 1000)
 #define BACKOFF_MAX_NS (30ull * 1000 * 1000 * 1000)
-#define CHILD_GRACE_NS (5ull * 1000 * 1000 * 1000)
+#define CHILD_GRACE_NS (2ull * 1000 * 1000 * 1000) /* each step of a command's end */
 #define PRUNE_EVERY_NS (30ull * 1000 * 1000 * 1000)
 
 static volatile sig_atomic_t stop_signal, hup_signal;
@@ -102,6 +102,8 @@ struct session {
 	pid_t child;
 	int child_status;
 	bool child_done;
+	int child_sig;               /* the last signal it was sent to stop it, 0: none */
+	uint64_t child_sig_ns;       /* when */
 	uint64_t start_unix_ns;
 	double load_s;               /* opening and loading the BPF program */
 	/* for --stats-json (`make bench`) */
@@ -521,15 +523,37 @@ static bool reap_child(struct session *r, int flags)
 	return r->child_done;
 }
 
+/* Ask a command that still runs to stop (once: later steps are
+ * wait_child_bounded's) */
+static void stop_child(struct session *r, int sig)
+{
+	if (r->child <= 0 || r->child_sig || reap_child(r, WNOHANG))
+		return;
+	kill(r->child, sig);
+	r->child_sig = sig;
+	r->child_sig_ns = clock_mono_ns();
+}
+
+/* Wait for the command to end.  One still running is asked like Ctrl-C
+ * (SIGINT), unless it was already sent a signal; after CHILD_GRACE_NS it
+ * gets SIGTERM (if that was not what it got), after another SIGKILL.  Its
+ * own exit status is what the session returns. */
 static void wait_child_bounded(struct session *r)
 {
-	uint64_t until = clock_mono_ns() + CHILD_GRACE_NS;
+	stop_child(r, SIGINT);
+	while (r->child > 0 && !reap_child(r, WNOHANG)) {
+		if (clock_mono_ns() - r->child_sig_ns >= CHILD_GRACE_NS) {
+			int next = r->child_sig == SIGTERM ? SIGKILL : SIGTERM;
 
-	while (!reap_child(r, WNOHANG) && clock_mono_ns() < until)
+			kill(r->child, next);
+			r->child_sig = next;
+			r->child_sig_ns = clock_mono_ns();
+			if (next == SIGKILL) {
+				reap_child(r, 0);
+				break;
+			}
+		}
 		usleep(20000);
-	if (!r->child_done && r->child > 0) {
-		kill(r->child, SIGKILL);
-		reap_child(r, 0);
 	}
 }
 
@@ -641,8 +665,7 @@ static void run_loop(struct session *r, uint64_t start)
 				r->h->on_hup(r->h->ctx);
 		}
 		if (r->h->should_stop && r->h->should_stop(r->h->ctx)) {
-			if (r->child > 0 && !reap_child(r, WNOHANG))
-				kill(r->child, SIGTERM); /* the view was closed: so is the command */
+			stop_child(r, SIGTERM); /* the view was closed: so is the command */
 			break;
 		}
 		if (now >= end)
@@ -652,8 +675,9 @@ static void run_loop(struct session *r, uint64_t start)
 		if (o->npids && !any_pid_alive(o))
 			break;
 	}
-	if (stop_signal && r->child > 0 && !reap_child(r, WNOHANG))
-		kill(r->child, stop_signal); /* the command stops with us */
+	/* the command stops with us: with our signal, or at the end of -d like
+	 * Ctrl-C, now, so it cleans up while the profile is written */
+	stop_child(r, stop_signal ? stop_signal : SIGINT);
 }
 
 
