@@ -62,6 +62,7 @@ struct frame_walk {
 	struct scratch *s;
 	const struct py_offsets *o;
 	__u64 frame;
+	__u64 before;            /* the frame walked before the current one */
 	__u64 hash;
 	__u32 flags;
 	__u32 read_len;          /* bytes of a frame to read */
@@ -169,6 +170,13 @@ static long frame_step(__u32 i, struct frame_walk *w)
 	}
 	code = py_frame_code(o, buf_u64(buf, o->frame_code));
 	w->frame = buf_u64(buf, o->frame_back);
+	/* a chain that loops back (broken by the target, or read mid-change)
+	 * ends here, incomplete; a longer loop ends at the depth cap */
+	if (w->frame == at || w->frame == w->before) {
+		w->flags |= STACK_BAD_READ;
+		w->frame = 0;
+	}
+	w->before = at;
 	owner = buf[o->frame_owner & (PYPERF_FRAME_READ_MAX - 1)];
 	if (py_frame_is_shim(o, owner)) {
 		/* an entry shim (3.12+): not Python code, but the frame above it

@@ -65,7 +65,7 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 {
 	const struct py_offsets *o = &py->off;
 	uint8_t buf[PYPERF_FRAME_READ_MAX];
-	uint64_t frame = read_u64(py->pid, tstate + o->tstate_frame), code, raw;
+	uint64_t frame = read_u64(py->pid, tstate + o->tstate_frame), code, raw, at, before = 0;
 	uint32_t n = 0;
 	size_t len = py_frame_read_len(o);
 
@@ -84,7 +84,13 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 		}
 		memcpy(&code, buf + o->frame_code, sizeof(code));
 		code = py_frame_code(o, code);
+		at = frame;
 		memcpy(&frame, buf + o->frame_back, sizeof(frame));
+		if (frame == at || frame == before) { /* loops back: as the sampler does */
+			*flags |= STACK_BAD_READ;
+			frame = 0;
+		}
+		before = at;
 		if (o->frame_owner != PYPERF_NO_OFFSET && py_frame_is_shim(o, buf[o->frame_owner])) {
 			if (n > 0)
 				out[n - 1].instr |= PY_FRAME_ENTRY; /* an entry shim (3.12+) */
