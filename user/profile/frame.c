@@ -27,9 +27,14 @@ struct func *func_unknown_code(uint64_t code)
 
 int func_line(const struct func *f, uint32_t instr)
 {
+	int line;
+
 	if (!f->lt || instr == UINT32_MAX)
 		return f->firstlineno;
-	return linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);
+	line = linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);
+	/* a table that decodes to a line before the file's first (garbage in
+	 * the target's code object) says nothing: line 0, not a made-up one */
+	return line < -1 ? 0 : line;
 }
 
 void func_free(struct func *f)

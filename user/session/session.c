@@ -314,8 +314,14 @@ static void classify(struct session *r, int pid)
 	struct pyproc py;
 	char err[512];
 	struct pid_state *ps;
+	int rc = pyproc_inspect(pid, &py, err, sizeof(err));
 
-	switch (pyproc_inspect(pid, &py, err, sizeof(err))) {
+	/* a process read while it exits or execs can look like anything: it is
+	 * gone, or it reads right the second time */
+	if (rc == PYPROC_UNSUPPORTED)
+		rc = kill(pid, 0) && errno == ESRCH ? PYPROC_GONE
+						     : pyproc_inspect(pid, &py, err, sizeof(err));
+	switch (rc) {
 	case PYPROC_OK:
 		if (r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)) {
 			sampler_skip(r->s, pid, UINT64_MAX); /* asked again if it execs */
