@@ -232,8 +232,12 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		describe(p, s->pid);
 	if (s->thread_name)
 		profile_set_thread_name(p, (uint32_t)s->tid, s->thread_name);
-	memcpy(ident, s->py, pybytes);
-	memcpy(ident + pybytes, s->native, natbytes);
+	/* a stack the loader makes itself (a waiting task) has no native part:
+	 * memcpy from NULL is undefined even for 0 bytes */
+	if (pybytes)
+		memcpy(ident, s->py, pybytes);
+	if (natbytes)
+		memcpy(ident + pybytes, s->native, natbytes);
 	if (nk)
 		memcpy(ident + pybytes + natbytes, s->kernel, nk * sizeof(*s->kernel));
 	if (s->task) {
