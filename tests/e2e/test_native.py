@@ -1,6 +1,7 @@
 """Merged stacks: native frames (unwound from CFI, no frame pointers needed)
 take their place between Python frames, eval-loop frames are replaced by the
 Python frames they ran, and native frames outside the loop stay put."""
+import glob
 import json
 import os
 import re
@@ -125,7 +126,13 @@ def test_perf_trampolines_do_not_break_the_merge(python, tmp_path):
     """python -X perf runs every Python call through a small JIT trampoline
     without CFI: frame pointers carry the unwinder across it."""
     truth = tmp_path / "truth.json"
-    stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth), pyflags=["-X", "perf"])
+    before = set(glob.glob("/tmp/perf-*.map"))
+    try:
+        stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth),
+                           pyflags=["-X", "perf"])
+    finally:  # CPython leaves its perf map behind
+        for f in set(glob.glob("/tmp/perf-*.map")) - before:
+            os.unlink(f)
     chain = ["<module>", "main", "run_schedule"]
     leafs = full = 0
     for frames, count in stacks:
