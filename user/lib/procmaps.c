@@ -11,7 +11,9 @@
  * newline inside a path as "\012"; such paths are kept escaped, as printed.
  *
  * The array grows by doubling.  Errors are reported as -1 with errno set and
- * a one-line message naming the pid and file in the caller's buffer. */
+ * a one-line message naming the pid and file in the caller's buffer.
+ * procmaps_parse reads text already in memory through the same line reader
+ * (fmemopen), so what the fuzzer exercises is what reads the real file. */
 #include "procmaps.h"
 #include "errmsg.h"
 
@@ -114,8 +116,10 @@ static FILE *open_maps(int pid, char *err, size_t errlen)
 	return NULL;
 }
 
-/* Read every line of `f` into `out`; 0 or -1 with errno and message set. */
-static int read_lines(int pid, FILE *f, struct proc_maps *out, char *err, size_t errlen)
+/* Read every line of `f` into `out`; 0 or -1 with errno and message set.
+ * `what` names the text in messages ("pid 42: /proc/42/maps"). */
+static int read_lines(const char *what, FILE *f, struct proc_maps *out, char *err,
+		      size_t errlen)
 {
 	char *line = NULL;
 	size_t linecap = 0, cap = 0, lineno = 0;
@@ -134,16 +138,15 @@ static int read_lines(int pid, FILE *f, struct proc_maps *out, char *err, size_t
 	}
 	if (rc == 0 && ferror(f)) {
 		e = errno == ENOENT ? ESRCH : errno;
-		set_err(err, errlen, "pid %d: reading /proc/%d/maps: %s", pid, pid,
+		set_err(err, errlen, "%s: reading: %s", what,
 			e == ESRCH ? "no such process" : strerror(e));
 		rc = -1;
 	} else if (rc == -1) {
 		e = EINVAL;
-		set_err(err, errlen, "pid %d: /proc/%d/maps line %zu: cannot parse", pid, pid,
-			lineno);
+		set_err(err, errlen, "%s line %zu: cannot parse", what, lineno);
 	} else if (rc == -2) {
 		e = ENOMEM;
-		set_err(err, errlen, "pid %d: /proc/%d/maps: out of memory", pid, pid);
+		set_err(err, errlen, "%s: out of memory", what);
 		rc = -1;
 	}
 	free(line);
@@ -151,18 +154,11 @@ static int read_lines(int pid, FILE *f, struct proc_maps *out, char *err, size_t
 	return rc;
 }
 
-int procmaps_read(int pid, struct proc_maps *out, char *err, size_t errlen)
+/* Lines of `f` into `out`, which is emptied on failure. */
+static int read_all(const char *what, FILE *f, struct proc_maps *out, char *err, size_t errlen)
 {
-	FILE *f;
-	int rc, e;
+	int rc = read_lines(what, f, out, err, errlen), e = errno;
 
-	out->v = NULL;
-	out->n = 0;
-	f = open_maps(pid, err, errlen);
-	if (!f)
-		return -1;
-	rc = read_lines(pid, f, out, err, errlen);
-	e = errno;
 	fclose(f);
 	if (rc < 0) {
 		procmaps_free(out);
@@ -170,6 +166,40 @@ int procmaps_read(int pid, struct proc_maps *out, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+int procmaps_read(int pid, struct proc_maps *out, char *err, size_t errlen)
+{
+	char what[64];
+	FILE *f;
+
+	out->v = NULL;
+	out->n = 0;
+	f = open_maps(pid, err, errlen);
+	if (!f)
+		return -1;
+	snprintf(what, sizeof(what), "pid %d: /proc/%d/maps", pid, pid);
+	return read_all(what, f, out, err, errlen);
+}
+
+int procmaps_parse(const char *text, size_t len, struct proc_maps *out, char *err,
+		   size_t errlen)
+{
+	FILE *f;
+
+	out->v = NULL;
+	out->n = 0;
+	if (!len)
+		return 0; /* fmemopen refuses an empty buffer */
+	f = fmemopen((void *)text, len, "r");
+	if (!f) {
+		int e = errno;
+
+		set_err(err, errlen, "maps text: %s", strerror(e));
+		errno = e;
+		return -1;
+	}
+	return read_all("maps text", f, out, err, errlen);
 }
 
 void procmaps_free(struct proc_maps *m)

@@ -32,6 +32,12 @@ struct proc_maps {
  * the caller owns `out` and releases it with procmaps_free(). */
 int procmaps_read(int pid, struct proc_maps *out, char *err, size_t errlen);
 
+/* The same from the text of a maps file already in memory, text[0..len)
+ * (need not end in a NUL or a newline).  Errors as procmaps_read's, naming
+ * "maps text". */
+int procmaps_parse(const char *text, size_t len, struct proc_maps *out, char *err,
+		   size_t errlen);
+
 /* Free what procmaps_read() allocated and reset `m` to empty; safe to call
  * twice or on a zeroed struct. */
 void procmaps_free(struct proc_maps *m);

@@ -72,8 +72,10 @@ static void add(struct perfmap *m, uint64_t start, uint64_t size, const char *na
 	if (cut)
 		memcpy(s + len, "...", 3);
 	s[len + (cut ? 3 : 0)] = 0;
-	for (size_t i = 0; s[i]; i++)
-		if ((unsigned char)s[i] < 0x20) /* no control bytes in a frame name */
+	/* no control bytes in a frame name; all len of them, as a NUL would
+	 * otherwise cut the name short or leave it empty */
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20)
 			s[i] = '?';
 	m->v[m->n].start = start;
 	m->v[m->n].end = start + size;

@@ -87,7 +87,8 @@ static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64
 			free(out);
 			return NULL;
 		}
-		if (c >= 0xd800 && c <= 0xdfff)
+		/* a lone surrogate is no UTF-8; a NUL would end the name early */
+		if ((c >= 0xd800 && c <= 0xdfff) || c == 0)
 			c = 0xfffd;
 		p += put_utf8(p, c);
 	}
