@@ -444,3 +444,84 @@ def test_async_names_tasks(tmp_path):
                 if frames[-3:] == ["<task leaf>", "<task middle>", "<task root>"]:
                     chained += count
     assert burn > 100 and chained >= 0.9 * burn, (burn, chained)
+
+
+def spool_parts(path):
+    """(header line, query, body) of a spool file (spool.h: "pyperf-spool 1
+    BODYLEN CRC32", the query line, the gzipped pprof)."""
+    data = open(path, "rb").read()
+    header, _, rest = data.partition(b"\n")
+    query, _, body = rest.partition(b"\n")
+    return header, query, body
+
+
+def test_kill9_spool_resumes_without_corrupt_or_duplicate_uploads(tmp_path):
+    """kill -9 while the receiver is down leaves a spool that the next start
+    sends: a file cut short and a file with a byte changed are dropped and
+    logged, never sent; a temporary file left by the crash is removed, never
+    sent; every other profile arrives exactly once and decodes with pprof."""
+    import hashlib
+    spool = tmp_path / "spool"
+    rec = Receiver()
+    port = rec.port
+    rec.stop()                                       # down from the start
+    url = f"http://127.0.0.1:{port}"
+    args = ["-F", "99", "-i", "1", "--push", url, "--spool", str(spool), "--python-only"]
+    w = workload(tmp_path, 60, env={"PYPERF_SERVICE": "crashy"})
+    try:
+        d = Daemon(args, tmp_path)
+        assert d.wait_log("stats:", count=5), d.text()
+        assert d.wait_log("failed", timeout=10), d.text()
+        d.p.kill()                                   # kill -9, mid-interval
+        d.p.wait(timeout=30)
+        files = sorted(f for f in os.listdir(spool) if f.endswith(".prof"))
+        assert len(files) >= 4, files
+        for f in files:
+            assert spool_parts(spool / f)[0].startswith(b"pyperf-spool 1 "), f
+        # one file cut in half, one with a byte of its body changed
+        cut, flipped = spool / files[1], spool / files[2]
+        bad = {hashlib.sha256(spool_parts(p)[2]).hexdigest() for p in (cut, flipped)}
+        with open(cut, "r+b") as f:
+            f.truncate(os.path.getsize(cut) // 2)
+        data = bytearray(flipped.read_bytes())
+        data[len(data) - len(spool_parts(flipped)[2]) // 2] ^= 0x55
+        flipped.write_bytes(bytes(data))
+        # a temporary file a crash could leave: a copy of a good one (if it
+        # were sent, that profile would arrive twice)
+        (spool / ".new.k9Xy7Z").write_bytes((spool / files[0]).read_bytes())
+        good = {hashlib.sha256(spool_parts(spool / f)[2]).hexdigest()
+                for f in files if spool / f not in (cut, flipped)}
+
+        rec = Receiver(port)                         # the backend is back
+        log2 = tmp_path / "second"
+        log2.mkdir()
+        d2 = Daemon(args, log2)
+        try:
+            end = time.monotonic() + 60
+            while time.monotonic() < end and any((spool / f).exists() for f in files):
+                time.sleep(0.2)
+            assert d2.wait_log("stats:", count=2), d2.text()
+        finally:
+            rc, err = d2.stop()
+        assert rc == 0, err
+    finally:
+        rec.stop()
+        w.kill()
+        w.wait()
+    text = d2.text()
+    assert not [f for f in os.listdir(spool) if f.startswith(".new.")], os.listdir(spool)
+    assert re.search(r"removed [1-9]\d* unfinished files", text), text
+    for p in (cut, flipped):
+        assert re.search(rf"spool: \S*{p.name} is corrupt, dropped unsent", text), text
+    assert text.count("is corrupt") == 2, text
+    assert re.search(r", 2 corrupt spool files,", text), text
+    ups = rec.uploads
+    hashes = [hashlib.sha256(body).hexdigest() for _, _, body in ups]
+    assert len(hashes) == len(set(hashes)), "a profile arrived twice"
+    assert good <= set(hashes), (len(good), len(hashes))
+    assert not bad & set(hashes)
+    for i, (_, q, body) in enumerate(ups):       # every upload is a whole pprof
+        path = tmp_path / f"up{i}.pb.gz"
+        path.write_bytes(body)
+        pprof("-raw", str(path))
+    assert any(q["name"][0].startswith("crashy{") for _, q, _ in ups)

@@ -239,12 +239,13 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	 * bytes (--mode faults) */
 	dlog(DLOG_INFO, "stats: interval %.1f s, %llu %s, %zu processes, %llu dropped "
 	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
-	     "(%llu bytes), %llu profiles dropped, own CPU %.3f %%, RSS %.1f MB",
+	     "(%llu bytes), %llu profiles dropped, %llu corrupt spool files, own CPU %.3f %%, "
+	     "RSS %.1f MB",
 	     secs, (unsigned long long)prof->total, d->cfg.mode == MODE_CPU ? "samples" : mode_is_bytes(d->cfg.mode) ? "bytes" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
 	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,
-	     secs >= 0.5 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0, rss_kb() / 1024.0);
+	     (unsigned long long)ss.corrupt, secs >= 0.5 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0, rss_kb() / 1024.0);
 	d->prev_sent_bytes = ss.sent_bytes;
 	d->prev_cpu = cpu;
 }

@@ -1,7 +1,18 @@
 /* spool.c - the push queue (see spool.h).  The main thread only writes
- * files; the uploader thread only reads and removes them.  Both keep the
- * directory's contents in order by their sequence numbers, which continue
- * across restarts from the highest one found. */
+ * files; the uploader thread only reads, checks and removes them.  Both keep
+ * the directory's contents in order by their sequence numbers, which
+ * continue across restarts from the highest one found.
+ *
+ * Duplicates.  A profile is removed the moment the server's 2xx arrives,
+ * before anything else is done, so a crash can resend it only if it falls
+ * between the server taking the request and that unlink: one round trip
+ * (the server's processing and its reply), plus, for a power loss, the time
+ * until the file system commits the unlink (not fsynced: that would cost a
+ * disk flush per profile sent).  Closing that window for good needs the
+ * server to drop repeats (an id in the query) or at-most-once delivery
+ * (rename before sending, lose on a crash); a duplicate profile in
+ * Pyroscope only doubles one interval of one process, a lost one is gone,
+ * so this keeps at least once. */
 #include "spool.h"
 #include "errmsg.h"
 #include "clock.h"
@@ -20,10 +31,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define BACKOFF_FIRST_S 1
 #define BACKOFF_MAX_S 60
 #define HTTP_TIMEOUT_S 20
+#define MAGIC "pyperf-spool"
+#define VERSION 1
+#define HEADER_MAX 64 /* "pyperf-spool 1 " + 20 digits + " " + 8 hex + "\n" */
 
 struct spool {
 	char dir[4096];
@@ -140,6 +155,172 @@ static void entry_path(const struct spool *s, uint64_t seq, char *buf, size_t le
 	snprintf(buf, len, "%s/%012llu.prof", s->dir, (unsigned long long)seq);
 }
 
+/* ---- reading and checking a file ---- */
+
+/* One spool file, read whole: query and body point into buf. */
+struct loaded {
+	char *buf;
+	size_t size;
+	const char *query; /* NUL-terminated (its newline replaced) */
+	const char *body;
+	size_t body_len;
+};
+
+enum { LOAD_OK, LOAD_GONE, LOAD_RETRY, LOAD_UNREADABLE, LOAD_CORRUPT };
+
+/* the file at path into buf (one byte more, a NUL); LOAD_OK or another LOAD_ */
+static int read_whole(const char *path, struct loaded *f, char *why, size_t whylen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	size_t got = 0;
+
+	if (fd < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return errno == ENOENT ? LOAD_GONE : LOAD_RETRY;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		close(fd);
+		return LOAD_CORRUPT;
+	}
+	f->size = (size_t)st.st_size;
+	if (!(f->buf = malloc(f->size + 1))) {
+		snprintf(why, whylen, "out of memory for %zu bytes", f->size);
+		close(fd);
+		return LOAD_RETRY;
+	}
+	while (got < f->size) {
+		ssize_t r = read(fd, f->buf + got, f->size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(why, whylen, "read: %s", r ? strerror(errno) : "shorter than its size");
+			close(fd);
+			return LOAD_UNREADABLE;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	f->buf[f->size] = 0;
+	return LOAD_OK;
+}
+
+/* "pyperf-spool 1 BODYLEN CRC32\n": the lengths and CRC it states, and the
+ * header's length; 0 if buf does not start with such a line */
+static size_t parse_header(const char *buf, size_t size, unsigned long long *body_len,
+			   unsigned long *crc, unsigned *version)
+{
+	const char *nl = memchr(buf, '\n', size < HEADER_MAX ? size : HEADER_MAX);
+	char line[HEADER_MAX + 1], tail;
+	size_t n;
+
+	if (!nl || strncmp(buf, MAGIC " ", sizeof(MAGIC)))
+		return 0;
+	n = (size_t)(nl - buf);
+	memcpy(line, buf, n);
+	line[n] = 0;
+	/* %lx takes no sign or space here: the line is ours, exactly 8 digits */
+	if (sscanf(line, MAGIC " %u %llu %8lx%c", version, body_len, crc, &tail) != 3 ||
+	    strspn(line + sizeof(MAGIC), "0123456789abcdef ") != n - sizeof(MAGIC))
+		return 0;
+	return n + 1;
+}
+
+/* the query line as the daemon writes it: name=..., URL-escaped, printable */
+static bool plausible_query(const char *q, size_t len)
+{
+	if (len < 6 || strncmp(q, "name=", 5))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)q[i] <= ' ' || (unsigned char)q[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* Is p..p+len exactly one complete gzip stream?  zlib checks the trailer's
+ * CRC-32 and length against what it inflated. */
+static bool whole_gzip(const char *p, size_t len, char *why, size_t whylen)
+{
+	unsigned char out[16384];
+	z_stream z = { 0 };
+	int rc;
+
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		snprintf(why, whylen, "zlib: cannot start");
+		return false;
+	}
+	z.next_in = (unsigned char *)p;
+	z.avail_in = len > UINT32_MAX ? UINT32_MAX : (uInt)len;
+	do {
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		rc = inflate(&z, Z_NO_FLUSH);
+	} while (rc == Z_OK);
+	if (rc != Z_STREAM_END)
+		snprintf(why, whylen, "body is not a whole gzip stream (%s)",
+			 rc == Z_BUF_ERROR ? "cut short" : z.msg ? z.msg : "bad data");
+	else if (z.avail_in || len > UINT32_MAX)
+		snprintf(why, whylen, "bytes after the gzip stream");
+	inflateEnd(&z);
+	return rc == Z_STREAM_END && !z.avail_in && len <= UINT32_MAX;
+}
+
+/* Read and check the spool file at path; LOAD_OK with f filled (free
+ * f->buf), or why not. */
+static int load(const char *path, struct loaded *f, char *why, size_t whylen)
+{
+	unsigned long long body_len;
+	unsigned long crc;
+	unsigned version;
+	size_t hlen;
+	char *nl;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if ((rc = read_whole(path, f, why, whylen)) != LOAD_OK)
+		return rc;
+	hlen = parse_header(f->buf, f->size, &body_len, &crc, &version);
+	nl = memchr(f->buf + hlen, '\n', f->size - hlen);
+	if (!nl) {
+		snprintf(why, whylen, f->size ? "no query line" : "empty");
+		return LOAD_CORRUPT;
+	}
+	*nl = 0;
+	f->query = f->buf + hlen;
+	f->body = nl + 1;
+	f->body_len = (size_t)(f->buf + f->size - f->body);
+	if (!hlen) {
+		/* the format before the header: QUERY\n then the gzipped pprof */
+		if (!strncmp(f->buf, MAGIC, sizeof(MAGIC) - 1)) {
+			snprintf(why, whylen, "bad header");
+			return LOAD_CORRUPT;
+		}
+		if (!plausible_query(f->query, (size_t)(nl - f->query))) {
+			snprintf(why, whylen, "not a spool file: neither a header nor a query line");
+			return LOAD_CORRUPT;
+		}
+		return whole_gzip(f->body, f->body_len, why, whylen) ? LOAD_OK : LOAD_CORRUPT;
+	}
+	if (version != VERSION) {
+		snprintf(why, whylen, "format version %u, this daemon reads %d", version, VERSION);
+		return LOAD_CORRUPT;
+	}
+	if (body_len != f->body_len) {
+		snprintf(why, whylen, "body is %zu bytes, its header says %llu", f->body_len,
+			 body_len);
+		return LOAD_CORRUPT;
+	}
+	*nl = '\n';
+	if (crc32_z(0, (const unsigned char *)f->buf + hlen, f->size - hlen) != crc) {
+		snprintf(why, whylen, "CRC-32 mismatch");
+		return LOAD_CORRUPT;
+	}
+	*nl = 0;
+	return LOAD_OK;
+}
+
 /* ---- the uploader ---- */
 
 static size_t discard_body(void *p, size_t size, size_t n, void *ctx)
@@ -147,49 +328,27 @@ static size_t discard_body(void *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
-/* POST one file; 1 sent, 0 retry later, -1 refused for good, 2 gone (a
- * full spool dropped it meanwhile, and counted it) */
-static int post(CURL *c, const char *url, const char *path, uint64_t *bytes, char *why,
+enum { POST_RETRY, POST_SENT, POST_REFUSED };
+
+/* POST one checked profile; the file at path is removed the moment the
+ * server accepted it (see the note on duplicates at the top) */
+static int post(CURL *c, const char *url, const struct loaded *f, const char *path, char *why,
 		size_t whylen)
 {
-	FILE *f = fopen(path, "re");
-	char *body = NULL, *query, *nl, *full = NULL;
-	long size, status = 0;
 	struct curl_slist *h = NULL;
+	char *full = NULL;
+	long status = 0;
 	CURLcode rc;
-	int result = 0;
+	int result = POST_RETRY;
 
-	if (!f) {
-		snprintf(why, whylen, "%s", strerror(errno));
-		return errno == ENOENT ? 2 : 0;
-	}
-	if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-	    !(body = malloc((size_t)size + 1)) || fread(body, 1, (size_t)size, f) != (size_t)size) {
-		snprintf(why, whylen, "cannot read %.200s", path);
-		fclose(f);
-		free(body);
-		return -1;
-	}
-	fclose(f);
-	body[size] = 0;
-	query = body;
-	nl = memchr(body, '\n', (size_t)size);
-	if (!nl) {
-		snprintf(why, whylen, "%.200s is not a spooled profile", path);
-		free(body);
-		return -1;
-	}
-	*nl = 0;
-	if (asprintf(&full, "%s/ingest?%s", url, query) < 0) {
-		free(body);
-		return 0;
-	}
+	if (asprintf(&full, "%s/ingest?%s", url, f->query) < 0)
+		return POST_RETRY;
 	h = curl.slist_append(h, "Content-Type: application/octet-stream");
 	curl.easy_reset(c);
 	curl.easy_setopt(c, CURLOPT_URL, full);
 	curl.easy_setopt(c, CURLOPT_POST, 1L);
-	curl.easy_setopt(c, CURLOPT_POSTFIELDS, nl + 1);
-	curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body + size - (nl + 1)));
+	curl.easy_setopt(c, CURLOPT_POSTFIELDS, f->body);
+	curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)f->body_len);
 	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl.easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
 	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
@@ -197,21 +356,19 @@ static int post(CURL *c, const char *url, const char *path, uint64_t *bytes, cha
 	curl.easy_setopt(c, CURLOPT_USERAGENT, "pyperf-bpf");
 	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
 	rc = curl.easy_perform(c);
-	if (rc != CURLE_OK) {
+	if (rc == CURLE_OK)
+		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (rc == CURLE_OK && status >= 200 && status < 300) {
+		unlink(path); /* first of all: a crash from here on cannot resend it */
+		result = POST_SENT;
+	} else if (rc != CURLE_OK) {
 		snprintf(why, whylen, "%s", curl.easy_strerror(rc));
 	} else {
-		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-		if (status >= 200 && status < 300) {
-			*bytes = (uint64_t)(body + size - (nl + 1));
-			result = 1;
-		} else {
-			snprintf(why, whylen, "HTTP status %ld", status);
-			result = status >= 500 || status == 408 || status == 429 ? 0 : -1;
-		}
+		snprintf(why, whylen, "HTTP status %ld", status);
+		result = status >= 500 || status == 408 || status == 429 ? POST_RETRY : POST_REFUSED;
 	}
 	curl.slist_free_all(h);
 	free(full);
-	free(body);
 	return result;
 }
 
@@ -244,6 +401,52 @@ static bool done(struct spool *s, bool idle)
 	return stop;
 }
 
+/* Check the oldest file and send it; the outcome as counted in the stats,
+ * and why it failed.  *gone: someone else removed it (a full spool). */
+enum { UP_SENT, UP_RETRY, UP_REFUSED, UP_CORRUPT, UP_GONE };
+
+static int upload_one(struct spool *s, CURL *c, const char *url, const char *path,
+		      uint64_t *bytes, char *why, size_t whylen)
+{
+	struct loaded f;
+	int r = load(path, &f, why, whylen);
+
+	*bytes = f.size;
+	if (r == LOAD_OK) {
+		int p = url ? post(c, url, &f, path, why, whylen) : POST_RETRY;
+
+		if (p == POST_SENT)
+			*bytes = f.body_len;
+		r = p == POST_SENT ? UP_SENT : p == POST_REFUSED ? UP_REFUSED : UP_RETRY;
+	} else {
+		r = r == LOAD_GONE ? UP_GONE : r == LOAD_RETRY ? UP_RETRY :
+		    r == LOAD_UNREADABLE ? UP_REFUSED : UP_CORRUPT;
+	}
+	free(f.buf);
+	/* a file that cannot be removed would come back at once: wait and
+	 * retry instead, logged once like a failing server */
+	if ((r == UP_REFUSED || r == UP_CORRUPT) && unlink(path) && errno != ENOENT) {
+		snprintf(why, whylen, "cannot remove %.200s (%s): %s", path,
+			 r == UP_CORRUPT ? "corrupt" : "refused", strerror(errno));
+		r = UP_RETRY;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (r == UP_SENT) {
+		s->st.sent++;
+		s->st.sent_bytes += *bytes;
+	} else if (r == UP_REFUSED) {
+		s->st.dropped++;
+		s->st.dropped_bytes += *bytes;
+	} else if (r == UP_CORRUPT) {
+		s->st.corrupt++;
+		s->st.corrupt_bytes += *bytes;
+	} else if (r == UP_RETRY) {
+		s->st.failures++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 static void *uploader(void *arg)
 {
 	struct spool *s = arg;
@@ -270,33 +473,19 @@ static void *uploader(void *arg)
 			break;
 		}
 		entry_path(s, v[0].seq, path, sizeof(path));
+		free(v);
 		pthread_mutex_lock(&s->lock);
 		url = strdup(s->url);
 		pthread_mutex_unlock(&s->lock);
-		r = url ? post(c, url, path, &bytes, why, sizeof(why)) : 0;
-		if (r == 2) {
-			free(url);
-			free(v);
-			continue;
-		}
-		pthread_mutex_lock(&s->lock);
-		if (r == 1) {
-			s->st.sent++;
-			s->st.sent_bytes += bytes;
-		} else if (r < 0) {
-			s->st.dropped++;
-			s->st.dropped_bytes += v[0].size;
-		} else {
-			s->st.failures++;
-		}
-		pthread_mutex_unlock(&s->lock);
-		if (r != 0)
-			unlink(path);
-		if (r == 1 && failing)
+		r = upload_one(s, c, url, path, &bytes, why, sizeof(why));
+		if (r == UP_SENT && failing)
 			dlog(DLOG_INFO, "push to %s works again; %zu profiles were waiting", url, n);
-		if (r < 0)
+		if (r == UP_REFUSED)
 			dlog(DLOG_WARN, "push to %s: profile %s dropped: %s", url, path, why);
-		if (r == 0) {
+		if (r == UP_CORRUPT)
+			dlog(DLOG_WARN, "spool: %s is corrupt, dropped unsent (%llu bytes): %s",
+			     path, (unsigned long long)bytes, why);
+		if (r == UP_RETRY) {
 			backoff = backoff ? backoff * 2 : BACKOFF_FIRST_S;
 			if (backoff > BACKOFF_MAX_S)
 				backoff = BACKOFF_MAX_S;
@@ -305,14 +494,14 @@ static void *uploader(void *arg)
 				     "with backoff", url, why, n);
 			failing = true;
 			free(url);
-			free(v);
 			nap(s, (clock_mono_ns() / 1e9) + backoff);
 			continue;
 		}
-		failing = false;
-		backoff = 0;
+		if (r == UP_SENT || r == UP_REFUSED) {
+			failing = false;
+			backoff = 0;
+		}
 		free(url);
-		free(v);
 	}
 	if (c)
 		curl.easy_cleanup(c);
@@ -320,6 +509,31 @@ static void *uploader(void *arg)
 }
 
 /* ---- the main thread's side ---- */
+
+/* Remove the .new.XXXXXX files a crash left half written: only spool_add
+ * makes them, and it renames or removes each before it returns.  (Two
+ * daemons must not share a spool: their numbers would collide too.) */
+static void remove_unfinished(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t n = 0;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[4400];
+
+		if (strncmp(e->d_name, ".new.", 5))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (unlink(path) == 0)
+			n++;
+	}
+	closedir(d);
+	if (n)
+		dlog(DLOG_INFO, "spool %s: removed %zu unfinished files of an earlier run", dir, n);
+}
 
 struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, char *err,
 			 size_t errlen)
@@ -343,6 +557,7 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, c
 		set_err(err, errlen, "spool %s: %s", dir, strerror(errno));
 		goto fail;
 	}
+	remove_unfinished(dir);
 	v = list(s, &n);
 	s->next_seq = n ? v[n - 1].seq + 1 : 1;
 	free(v);
@@ -393,37 +608,74 @@ static void make_room(struct spool *s, uint64_t incoming)
 	     (unsigned long long)dbytes);
 }
 
+static int write_all(int fd, const void *p, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p = (const char *)p + w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Make a rename in dir survive a power loss. */
+static void sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* The file is written whole and fsynced before it gets its name, so no crash
+ * or power loss leaves a .prof file that is short or empty; the fsyncs cost
+ * one disk flush per profile (one per process per interval), in the
+ * interval's writing step. */
 int spool_add(struct spool *s, const char *query, const void *data, size_t len, char *err,
 	      size_t errlen)
 {
-	char tmp[4400], path[4400];
-	size_t qlen = strlen(query);
-	FILE *f;
+	char tmp[4400], path[4400], header[HEADER_MAX];
+	size_t qlen = strlen(query), hlen, total;
+	uLong crc = crc32_z(0, NULL, 0);
 	int fd;
 
-	if (qlen + 1 + len > s->max_bytes) { /* it would never fit */
+	crc = crc32_z(crc, (const unsigned char *)query, qlen);
+	crc = crc32_z(crc, (const unsigned char *)"\n", 1);
+	crc = crc32_z(crc, data, len);
+	hlen = (size_t)snprintf(header, sizeof(header), MAGIC " %d %zu %08lx\n", VERSION, len,
+				(unsigned long)crc);
+	total = hlen + qlen + 1 + len;
+	if (total > s->max_bytes) { /* it would never fit */
 		pthread_mutex_lock(&s->lock);
 		s->st.dropped++;
-		s->st.dropped_bytes += qlen + 1 + len;
+		s->st.dropped_bytes += total;
 		pthread_mutex_unlock(&s->lock);
 		dlog(DLOG_WARN, "spool %s is full (%llu bytes at most): dropped a profile of %zu bytes",
 		     s->dir, (unsigned long long)s->max_bytes, len);
 		return 0;
 	}
-	make_room(s, qlen + 1 + len);
+	make_room(s, total);
 	snprintf(tmp, sizeof(tmp), "%s/.new.XXXXXX", s->dir);
 	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+	if (fd < 0) {
 		set_err(err, errlen, "spool %s: %s", s->dir, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
 		return -1;
 	}
-	fprintf(f, "%s\n", query);
-	fwrite(data, 1, len, f);
-	if (fclose(f)) {
+	if (write_all(fd, header, hlen) || write_all(fd, query, qlen) ||
+	    write_all(fd, "\n", 1) || write_all(fd, data, len) || fsync(fd)) {
+		set_err(err, errlen, "spool %s: %s", s->dir, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if (close(fd)) {
 		set_err(err, errlen, "spool %s: %s", s->dir, strerror(errno));
 		unlink(tmp);
 		return -1;
@@ -434,6 +686,7 @@ int spool_add(struct spool *s, const char *query, const void *data, size_t len, 
 		unlink(tmp);
 		return -1;
 	}
+	sync_dir(s->dir);
 	pthread_mutex_lock(&s->lock);
 	pthread_cond_signal(&s->wake);
 	pthread_mutex_unlock(&s->lock);

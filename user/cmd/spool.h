@@ -1,16 +1,34 @@
 /* spool.h - profiles on their way to a Pyroscope-compatible server.
  *
- * Every profile to push is first written to the spool directory as one file
- * (NNNNNNNNNNNN.prof: the ingest query string on the first line, then the
- * gzipped pprof), so a profile that was taken survives a backend outage and a
- * restart of the daemon.  An uploader thread sends the files oldest first with
- * HTTP POST to URL/ingest?QUERY (libcurl) and removes each one the server
- * accepted (2xx).  A failure (no connection, timeout, 5xx, 408, 429) keeps
- * the file and waits 1, 2, 4 ... up to 60 s before trying again; any other
- * answer means the server will never take that profile: it is dropped and
- * counted.  The spool holds at most max_bytes: adding beyond that drops the
- * oldest files, counted and logged.  Order is kept: nothing newer is sent
- * before an older file has gone. */
+ * Every profile to push is first written to the spool directory as one file,
+ * NNNNNNNNNNNN.prof, so a profile that was taken survives a backend outage
+ * and a restart of the daemon.  A file is three parts:
+ *
+ *     pyperf-spool 1 BODYLEN CRC32\n     (the header: magic, format version,
+ *                                         the body's length in bytes, and the
+ *                                         zlib CRC-32, 8 hex digits, of all
+ *                                         that follows the header)
+ *     QUERY\n                            (the ingest query string)
+ *     BODY                               (the gzipped pprof)
+ *
+ * It is written as .new.XXXXXX, fsynced, renamed into place and the
+ * directory fsynced, so a crash or a power loss leaves either a whole file
+ * or a temporary one, which the next spool_open removes.  An uploader thread
+ * sends the files oldest first with HTTP POST to URL/ingest?QUERY (libcurl)
+ * and removes each one the server accepted (2xx).  Before sending it checks
+ * the file: one that fails (cut short, a byte changed, not a spool file at
+ * all) is removed unsent, logged and counted as corrupt.  A file of the
+ * format before the header (QUERY\n then BODY) is sent if its query line
+ * looks like one and its body is one complete gzip stream (whose trailer's
+ * CRC-32 and length zlib checks), else it is corrupt.
+ *
+ * A failure (no connection, timeout, 5xx, 408, 429) keeps the file and
+ * waits 1, 2, 4 ... up to 60 s before trying again; any other answer means
+ * the server will never take that profile: it is dropped and counted.  The
+ * spool holds at most max_bytes: adding beyond that drops the oldest files,
+ * counted and logged.  Order is kept: nothing newer is sent before an older
+ * file has gone.  Delivery is at least once: see the note on duplicates in
+ * spool.c. */
 #ifndef PYPERF_SPOOL_H
 #define PYPERF_SPOOL_H
 
@@ -23,6 +41,7 @@ struct spool_stats {
 	uint64_t sent, sent_bytes;       /* accepted by the server */
 	uint64_t dropped, dropped_bytes; /* spool full, or refused by the server */
 	uint64_t failures;               /* attempts that will be retried */
+	uint64_t corrupt, corrupt_bytes; /* files that failed their check: removed unsent */
 	uint64_t pending, pending_bytes; /* in the spool now */
 };
 
