@@ -27,7 +27,7 @@ SAN_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/san/%,$(USER_OBJS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/%,$(wildcard tests/unit/test_*.c))
 UNIT_TOOLS := $(BUILD)/tests/linetable_check $(BUILD)/tests/debug_offsets_check
 
-.PHONY: all clean test unit e2e bench install deps
+.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak
 all: pyperf-bpf
 
 $(BUILD)/vmlinux.h:
@@ -64,6 +64,11 @@ $(BUILD)/san/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(BU
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) -c $< -o $@
 
+# the profiler itself under ASan+UBSan, for the e2e smoke run
+# (tests/e2e/test_sanitized.py)
+$(BUILD)/san/pyperf-bpf: $(BUILD)/san/user/cmd/main.o $(SAN_OBJS)
+	$(CC) $(CFLAGS) $(SAN_CFLAGS) $^ $(LDLIBS) -o $@
+
 $(BUILD)/san/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
@@ -83,8 +88,59 @@ $(BUILD)/tests/debug_offsets_check: tests/unit/debug_offsets_check.c $(BUILD)/us
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@
 
-unit: $(UNIT_TESTS) $(UNIT_TOOLS)
+unit: $(UNIT_TESTS) $(UNIT_TOOLS) fuzz-replay
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+# Fuzzing: every parser of untrusted input has a libFuzzer target,
+# tests/fuzz/fuzz_NAME.c, and a seed corpus, tests/fuzz/corpus/NAME/.
+# `make fuzz` builds the targets with clang on their own instrumented copies
+# of the objects (build/fuzz/) and runs each for FUZZ_SECONDS on a copy of
+# its corpus (build/fuzz/corpus-NAME/: new inputs stay there), then prints
+# execs/s, coverage and what it found (build/fuzz/artifacts-NAME/).
+# `make unit` replays the committed corpus once through every target, linked
+# with the unit tests' ASan+UBSan objects: a crash found once stays fixed.
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/fuzz/%,$(USER_OBJS))
+FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_REPLAYS := $(patsubst %,$(BUILD)/san/fuzz/replay_%,$(FUZZ_NAMES))
+# objects named only by pattern rules would count as intermediate and be
+# deleted after each build
+.SECONDARY: $(FUZZ_OBJS) $(FUZZ_BINS) $(SAN_OBJS)
+
+$(BUILD)/fuzz/user/output/profile.pb-c.o: $(BUILD)/profile.pb-c.c $(BUILD)/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CFLAGS) $(FUZZ_CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(BUILD)/fuzz/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(BUILD)/pyperf.skel.h $(BUILD)/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(filter-out %.h,$^) $(LDLIBS) -o $@
+
+$(BUILD)/san/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_CFLAGS) $(filter-out %.h,$^) $(LDLIBS) -o $@
+
+fuzz-replay: $(FUZZ_REPLAYS)
+	@set -e; for n in $(FUZZ_NAMES); do $(BUILD)/san/fuzz/replay_$$n tests/fuzz/corpus/$$n; done
+
+# one target's run; its exit status is kept for the summary, so every
+# target runs even when one finds a crash
+fuzz-run-%: $(BUILD)/fuzz/fuzz_%
+	@rm -rf $(BUILD)/fuzz/artifacts-$*
+	@mkdir -p $(BUILD)/fuzz/corpus-$* $(BUILD)/fuzz/artifacts-$*
+	@cp tests/fuzz/corpus/$*/* $(BUILD)/fuzz/corpus-$*/
+	@echo "== fuzz $* for $(FUZZ_SECONDS) s"
+	@$< -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix=$(BUILD)/fuzz/artifacts-$*/ $(BUILD)/fuzz/corpus-$* \
+		>$(BUILD)/fuzz/$*.log 2>&1; echo $$? >$(BUILD)/fuzz/$*.rc
+
+fuzz: $(FUZZ_BINS) $(patsubst %,fuzz-run-%,$(FUZZ_NAMES))
+	@tests/fuzz/summary.sh $(BUILD)/fuzz $(FUZZ_NAMES)
 
 deps:
 	scripts/setup --deps
@@ -93,7 +149,7 @@ deps:
 # before anything is compiled
 test:
 	scripts/setup --test-deps
-	$(MAKE) pyperf-bpf unit $(BUILD)/tools/pprof
+	$(MAKE) pyperf-bpf unit $(BUILD)/tools/pprof $(BUILD)/san/pyperf-bpf
 	$(PYTHON) -m pytest -q -ra tests
 
 bench: pyperf-bpf
@@ -104,3 +160,8 @@ install: pyperf-bpf
 
 clean:
 	rm -rf $(BUILD) pyperf-bpf
+
+# the daemon for SOAK_SECONDS (1800) under process churn and a flapping
+# receiver: RSS, CPU, fds and BPF map fill every SOAK_REPORT_S (60), their slopes
+soak: pyperf-bpf
+	scripts/soak
