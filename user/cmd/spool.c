@@ -321,6 +321,24 @@ static int load(const char *path, struct loaded *f, char *why, size_t whylen)
 	return LOAD_OK;
 }
 
+int spool_check_file(const char *path, char **buf, const char **query, const char **body,
+		     size_t *body_len, char *why, size_t whylen)
+{
+	struct loaded f;
+	int rc = load(path, &f, why, whylen);
+
+	if (rc != LOAD_OK) {
+		free(f.buf);
+		*buf = NULL;
+		return 0;
+	}
+	*buf = f.buf;
+	*query = f.query;
+	*body = f.body;
+	*body_len = f.body_len;
+	return 1;
+}
+
 /* ---- the uploader ---- */
 
 static size_t discard_body(void *p, size_t size, size_t n, void *ctx)

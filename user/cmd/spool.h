@@ -58,5 +58,10 @@ void spool_configure(struct spool *s, uint64_t max_bytes, const char *url);
  * What was not sent stays in the directory for the next start; returns how
  * many profiles that is. */
 size_t spool_close(struct spool *s, double timeout_s);
+/* Check one spool file as the uploader does before sending it: 1 and its
+ * query and body (pointers into *buf, which the caller frees) if it would be
+ * sent, 0 with why if it is corrupt or unreadable. */
+int spool_check_file(const char *path, char **buf, const char **query, const char **body,
+		     size_t *body_len, char *why, size_t whylen);
 
 #endif

@@ -682,8 +682,10 @@ static void run_loop(struct session *r, uint64_t start)
 			break;
 	}
 	/* the command stops with us: with our signal, or at the end of -d like
-	 * Ctrl-C, now, so it cleans up while the profile is written */
-	stop_child(r, stop_signal ? stop_signal : SIGINT);
+	 * Ctrl-C, now, so it cleans up while the profile is written; but `leaks`
+	 * first reads what the command holds, before its exit frees it */
+	if (stop_signal || !o->leaks)
+		stop_child(r, stop_signal ? stop_signal : SIGINT);
 }
 
 
