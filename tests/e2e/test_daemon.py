@@ -4,6 +4,7 @@ profile is decoded by Google's pprof; the daemon's own --stats lines say how
 many samples each interval had, and the profiles must add up to exactly that.
 Outages of the receiver lose nothing up to the spool limit; beyond it drops
 are counted and logged; SIGTERM flushes the last interval."""
+import hashlib
 import http.server
 import os
 import re
@@ -460,7 +461,6 @@ def test_kill9_spool_resumes_without_corrupt_or_duplicate_uploads(tmp_path):
     sends: a file cut short and a file with a byte changed are dropped and
     logged, never sent; a temporary file left by the crash is removed, never
     sent; every other profile arrives exactly once and decodes with pprof."""
-    import hashlib
     spool = tmp_path / "spool"
     rec = Receiver()
     port = rec.port
