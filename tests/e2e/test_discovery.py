@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from conftest import PYPERF, SUPPORTED, WORKLOADS, names, parse_folded, supported_pythons, py_leaf
+from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, names, parse_folded,
+                      supported_pythons, py_leaf)
 
 
 @supported_pythons()
@@ -47,3 +48,24 @@ def test_some_313_plus_interpreter_present():
     """The _Py_DebugOffsets path needs a 3.13+ interpreter to be tested end to
     end; scripts/setup --test-deps installs 3.14 and 3.15."""
     assert THIRTEEN_PLUS, "no CPython 3.13+ found: run scripts/setup --test-deps"
+
+
+def test_whole_host_says_an_unsupported_interpreter_once(tmp_path):
+    """whole-host mode: three processes of an unsupported CPython give one
+    line for that interpreter, not one per process (a fleet host's old
+    interpreters would flood the log); -p and commands still name each"""
+    if not UNSUPPORTED:
+        pytest.skip("no CPython older than 3.8 present")
+    old = UNSUPPORTED[-1][0]
+    p = subprocess.Popen([PYPERF, "-d", "4", "-o", str(tmp_path / "p.folded")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    kids = [subprocess.Popen([old, "-c", "import time\nt = time.time()\n"
+                              "while time.time() - t < 1: pass"]) for _ in range(3)]
+    for k in kids:
+        k.wait()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    mine = [line for line in err.splitlines() if "unsupported Python" in line and
+            any(f"pid {k.pid}:" in line for k in kids)]
+    assert len(mine) == 1, err

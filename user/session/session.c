@@ -96,6 +96,7 @@ struct session {
 	bool nat_on;                 /* native frames are taken (nat is set up) */
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
 	struct hmap asyncs;          /* pid -> struct async_try * (--async) */
+	struct hmap refused;         /* whole host: why processes were refused, said once each */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
@@ -308,6 +309,23 @@ static int adopt(struct session *r, const struct pyproc *py)
 	return 0;
 }
 
+/* Whole host: was this refusal (an unsupported Python) already said of
+ * another process running the same binary?  A fleet host's old
+ * interpreters would otherwise get a line per process. */
+static bool said_for_another(struct session *r, const char *err)
+{
+	const char *why = strchr(err, ':'); /* after "pid N" */
+	static const char one = 1;
+
+	if (r->o->npids || r->o->cmd || r->o->verbose || !why)
+		return false;
+	if (hmap_get(&r->refused, why, strlen(why)))
+		return true;
+	if (r->refused.len < 1024)
+		(void)hmap_put(&r->refused, why, strlen(why), (void *)&one);
+	return false;
+}
+
 /* a process ran that the sampler does not know yet */
 static void classify(struct session *r, int pid)
 {
@@ -336,7 +354,7 @@ static void classify(struct session *r, int pid)
 		return;
 	case PYPROC_UNSUPPORTED:
 		ps = pid_state(r, pid);
-		if (ps && !ps->warned)
+		if (ps && !ps->warned && !said_for_another(r, err))
 			err_line(err);
 		if (ps)
 			ps->warned = true;
@@ -873,5 +891,6 @@ out:
 	free(r.nmaps);
 	hmap_free(&r.pids, free);
 	hmap_free(&r.asyncs, free);
+	hmap_free(&r.refused, NULL);
 	return rc;
 }
