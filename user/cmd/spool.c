@@ -419,8 +419,9 @@ static bool done(struct spool *s, bool idle)
 	return stop;
 }
 
-/* Check the oldest file and send it; the outcome as counted in the stats,
- * and why it failed.  *gone: someone else removed it (a full spool). */
+/* Check the oldest file and send it; the outcome (UP_GONE: a full spool
+ * removed it meanwhile, and counted it), as counted in the stats, its bytes,
+ * and why it failed. */
 enum { UP_SENT, UP_RETRY, UP_REFUSED, UP_CORRUPT, UP_GONE };
 
 static int upload_one(struct spool *s, CURL *c, const char *url, const char *path,

@@ -139,9 +139,6 @@ int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen)
 	size_t n0 = m->n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	if (stat(path, &owner))
-		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", pid, pid);
 	/* a symlink is refused (ELOOP), a FIFO does not block the open */
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -152,7 +149,12 @@ int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen)
 			errno == ELOOP ? "a symbolic link" : strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != owner.st_uid ||
+	snprintf(path, sizeof(path), "/proc/%d", pid); /* owned by the process's uid */
+	if (stat(path, &owner) || fstat(fd, &st)) { /* the process is gone */
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != owner.st_uid ||
 	    (uint64_t)st.st_size > PERFMAP_MAX_BYTES) {
 		if (!S_ISREG(st.st_mode))
 			set_err(why, whylen, "/tmp/perf-%d.map: not a regular file", pid);

@@ -157,15 +157,20 @@ static void async_forget(struct session *r, int pid)
 	free(hmap_del(&r->asyncs, &pid, sizeof(pid)));
 }
 
+/* Every CPython process of the host (no -p, no command): notes about single
+ * processes would flood stderr there, so they are said once, or with -v. */
+static bool whole_host(const struct session_opts *o)
+{
+	return !o->npids && !o->cmd;
+}
+
 static void async_adopt(struct session *r, const struct pyproc *py, const struct proc_info *pi)
 {
 	struct async_try *at;
 
 	async_forget(r, py->pid);
 	if (py->major == 3 && py->minor < 12) {
-		/* said of the processes asked for; a whole host (the daemon)
-		 * has too many older ones to name each */
-		if (r->o->verbose || r->o->npids || r->o->cmd)
+		if (r->o->verbose || !whole_host(r->o))
 			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks are read from "
 				"CPython 3.12 on, this is %d.%d: its stacks are shown without "
 				"tasks\n", py->pid, py->major, py->minor);
@@ -310,14 +315,13 @@ static int adopt(struct session *r, const struct pyproc *py)
 }
 
 /* Whole host: was this refusal (an unsupported Python) already said of
- * another process running the same binary?  A fleet host's old
- * interpreters would otherwise get a line per process. */
+ * another process running the same binary? */
 static bool said_for_another(struct session *r, const char *err)
 {
 	const char *why = strchr(err, ':'); /* after "pid N" */
 	static const char one = 1;
 
-	if (r->o->npids || r->o->cmd || r->o->verbose || !why)
+	if (!whole_host(r->o) || r->o->verbose || !why)
 		return false;
 	if (hmap_get(&r->refused, why, strlen(why)))
 		return true;
