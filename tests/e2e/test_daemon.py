@@ -152,21 +152,33 @@ def uploads_total(uploads):
     return total
 
 
-def push_run(tmp_path, args, service):
+def run_over(tmp_path, args, service, argv=None, intervals=3):
+    """The daemon with args while a workload named service runs (split.py,
+    or argv), until `intervals` --stats lines, then SIGTERM; (the daemon,
+    the workload)."""
+    d = Daemon(args, tmp_path)
+    if argv:
+        w = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                             env=dict(os.environ, PYPERF_SERVICE=service))
+    else:
+        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": service})
+    try:
+        assert d.wait_log("stats:", timeout=30, count=intervals), d.text()
+        rc, err = d.stop()
+        assert rc == 0, err
+    finally:
+        w.kill()
+        w.wait()
+    return d, w
+
+
+def push_run(tmp_path, args, service, argv=None):
     """A daemon pushing to a receiver here, for three intervals of a workload
-    named service; (the uploads, the daemon, the workload)."""
+    named service (split.py, or argv); (the uploads, the daemon, the workload)."""
     rec = Receiver()
     try:
-        d = Daemon(["-F", "99", "-i", "1", "--push", f"http://127.0.0.1:{rec.port}",
-                    "--spool", str(tmp_path / "spool")] + args, tmp_path)
-        w = workload(tmp_path, 30, env={"PYPERF_SERVICE": service})
-        try:
-            assert d.wait_log("stats:", timeout=30, count=3), d.text()
-            rc, err = d.stop()
-            assert rc == 0, err
-        finally:
-            w.kill()
-            w.wait()
+        d, w = run_over(tmp_path, ["-F", "99", "-i", "1", "--push", f"http://127.0.0.1:{rec.port}",
+                                   "--spool", str(tmp_path / "spool")] + args, service, argv)
     finally:
         rec.stop()
     return rec.uploads, d, w
@@ -391,24 +403,10 @@ def test_wall_mode_pushes_time(tmp_path):
 def test_alloc_mode_pushes_bytes(tmp_path):
     """--mode alloc: each upload says its values are bytes (no sample rate)
     and its pprof holds alloc_space/bytes (faults share the code path)."""
-    rec = Receiver()
-    e = dict(os.environ, PYPERF_SERVICE="allocs")
-    try:
-        d = Daemon(["-F", "99", "-i", "1", "--mode", "alloc", "--push",
-                    f"http://127.0.0.1:{rec.port}", "--spool", str(tmp_path / "spool")], tmp_path)
-        w = subprocess.Popen([python(), os.path.join(WORKLOADS, "allocsplit.py"), "30"],
-                             stdout=subprocess.DEVNULL, env=e)
-        try:
-            assert d.wait_log("stats:", timeout=30, count=3), d.text()
-            rc, err = d.stop()
-            assert rc == 0, err
-        finally:
-            w.kill()
-            w.wait()
-    finally:
-        rec.stop()
-    mine = [(q, body) for _, q, body in rec.uploads if q["name"][0].startswith("allocs{")]
-    assert mine, [q["name"] for _, q, _ in rec.uploads]
+    ups, _, _ = push_run(tmp_path, ["--mode", "alloc"], "allocs",
+                         [python(), os.path.join(WORKLOADS, "allocsplit.py"), "30"])
+    mine = [(q, body) for _, q, body in ups if q["name"][0].startswith("allocs{")]
+    assert mine, [q["name"] for _, q, _ in ups]
     for q, _ in mine:
         assert q["units"] == ["bytes"] and "sampleRate" not in q, q
     path = tmp_path / "one.pb.gz"
@@ -423,17 +421,9 @@ def test_async_names_tasks(tmp_path):
     if not pys:
         pytest.skip("no CPython 3.12+ present")
     out = tmp_path / "profiles"
-    d = Daemon(["-F", "99", "-i", "1", "--dir", str(out), "--async", "--no-kernel"], tmp_path)
-    e = dict(os.environ, PYPERF_SERVICE="tasks")
-    w = subprocess.Popen([pys[-1][0], os.path.join(WORKLOADS, "async_tree.py"), "30"],
-                         stdout=subprocess.DEVNULL, env=e)
-    try:
-        assert d.wait_log("stats:", timeout=30, count=4), d.text()
-        rc, err = d.stop()
-        assert rc == 0, err
-    finally:
-        w.kill()
-        w.wait()
+    _, w = run_over(tmp_path, ["-F", "99", "-i", "1", "--dir", str(out), "--async", "--no-kernel"],
+                    "tasks", [pys[-1][0], os.path.join(WORKLOADS, "async_tree.py"), "30"],
+                    intervals=4)
     burn = chained = 0
     for f in os.listdir(out):
         if not f.startswith(f"tasks-{w.pid}-"):
