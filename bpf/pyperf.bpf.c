@@ -46,6 +46,10 @@ const volatile __u64 cpu_weight = 1;
 const volatile bool gil_only = false;
 /* --mode wall|offcpu: blocks walked per second per thread, about (on_switch) */
 const volatile __u32 offcpu_walk_hz = 200;
+/* --mode wall|offcpu: the sched_switch hook runs, over 1 << offcpu_slot_bits
+ * threads' slots (offcpu_slots) */
+const volatile bool offcpu = false;
+const volatile __u32 offcpu_slot_bits = 16;
 /* --async: note the asyncio task each sample's thread runs */
 const volatile bool async_stacks = false;
 /* --mode faults: one page fault in about this many is picked, and walked
@@ -112,15 +116,23 @@ struct {
 	__type(value, struct tstate_cache);
 } tcache SEC(".maps");
 
-/* each thread's current block off the CPU (--mode wall|offcpu): task-local
- * storage, one pointer away from the task, freed with it (a hash map
- * lookup on every context switch of the host costs several times more) */
+/* each profiled thread's off-CPU state (--mode wall|offcpu), in a table
+ * the sched_switch hook reads on every context switch of the host.  An
+ * array's lookup is inlined by the verifier (a few ns); task-local storage
+ * cost about 80 ns a lookup here and a hash map more, most of a switch's
+ * budget.  A thread lives in one of two slots, its tid's low bits and a
+ * hash of it, so two threads whose tids clash in one find room in the
+ * other; a slot is tagged with its thread's pid and tid and freed when the
+ * thread exits (on_exit).  A profiled thread that finds both taken evicts
+ * an owner with no block in flight, else the first (its block is counted
+ * lost, STAT_OFFCPU_LOST).  The loader leaves the table one slot long
+ * unless the mode needs it, and shrinks it for tests. */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16); /* 1 << offcpu_slot_bits */
+	__type(key, __u32);
 	__type(value, struct offcpu_thread);
-} offcpu_threads SEC(".maps");
+} offcpu_slots SEC(".maps");
 
 /* --mode faults: per CPU, page faults until the next pick */
 struct {
@@ -865,11 +877,68 @@ static long kernel_hash_step(__u32 i, struct kernel_hash *k)
 	return 0;
 }
 
+/* the slots thread `id` (tgid << 32 | tid) may live in */
+static __always_inline __u32 slot_first(__u32 tid)
+{
+	return tid & ((1u << offcpu_slot_bits) - 1);
+}
+
+static __always_inline __u32 slot_second(__u32 tid)
+{
+	return (tid * 2654435761u) >> (32 - offcpu_slot_bits); /* a multiplicative hash's top bits */
+}
+
+/* thread `id`'s slot, or NULL; the idle tasks (tid 0) have none */
+static __always_inline struct offcpu_thread *slot_find(__u64 id)
+{
+	__u32 i = slot_first((__u32)id);
+	struct offcpu_thread *t;
+
+	if (!(__u32)id)
+		return NULL;
+	t = bpf_map_lookup_elem(&offcpu_slots, &i);
+	if (t && t->id == id)
+		return t;
+	i = slot_second((__u32)id);
+	t = bpf_map_lookup_elem(&offcpu_slots, &i);
+	return t && t->id == id ? t : NULL;
+}
+
+/* a slot for profiled thread `id`, which has none: a free one, else one
+ * whose owner has no block in flight, else the first */
+static __always_inline struct offcpu_thread *slot_claim(__u64 id)
+{
+	__u32 i = slot_first((__u32)id), j = slot_second((__u32)id);
+	struct offcpu_thread *a = bpf_map_lookup_elem(&offcpu_slots, &i);
+	struct offcpu_thread *b = bpf_map_lookup_elem(&offcpu_slots, &j);
+	struct offcpu_thread *t;
+	__u64 old;
+
+	if (!a || !b)
+		return NULL;
+	if (!a->id || (a->out_ns == 0 && b->id))
+		t = a;
+	else if (!b->id || b->out_ns == 0)
+		t = b;
+	else
+		t = a;
+	old = t->id;
+	if (__sync_val_compare_and_swap(&t->id, old, id) != old)
+		return NULL; /* another CPU claimed it this instant */
+	if (old && t->out_ns)
+		stat_inc(STAT_OFFCPU_LOST);
+	t->out_ns = 0;
+	t->win_ns = t->last_ns = 0;
+	t->win_switches = t->prev_switches = 0;
+	t->every = t->countdown = t->gap = 0;
+	return t;
+}
+
 /* A walked block of task `task` ends: its time off the CPU, divided by the
  * probability it was walked with, goes to the stack walked. */
 static __always_inline void block_ends(struct task_struct *task)
 {
-	struct offcpu_thread *t = bpf_task_storage_get(&offcpu_threads, task, 0, 0);
+	struct offcpu_thread *t = slot_find((__u64)task->tgid << 32 | (__u32)task->pid);
 	__u32 idx = active & 1;
 	__u64 weight, *v, now;
 	void *m;
@@ -923,23 +992,24 @@ static __always_inline void block_starts(void *ctx)
 	__u64 rate, k, now, span;
 	long nk;
 
+	if (!tgid)
+		return; /* an idle task */
 	/* a thread found profiled since procs last changed needs no lookup;
 	 * procs holds profiled processes only */
-	t = bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0, 0);
+	t = slot_find(id);
 	if (!t || t->epoch != procs_epoch) {
 		__u32 epoch = procs_epoch;
 
-		p = tgid ? bpf_map_lookup_elem(&procs, &tgid) : NULL;
+		p = bpf_map_lookup_elem(&procs, &tgid);
 		if (!p) {
 			if (t)
 				t->epoch = 0;
-			if (tgid && is_profiled(tgid) && bpf_get_current_task_btf()->mm)
+			if (is_profiled(tgid) && bpf_get_current_task_btf()->mm)
 				announce_unknown(tgid);
 			return;
 		}
 		if (!t)
-			t = bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+			t = slot_claim(id);
 		if (!t)
 			return;
 		t->epoch = epoch;
@@ -1050,7 +1120,13 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
+	struct offcpu_thread *t;
 
+	if (offcpu) { /* the thread's slot is free */
+		t = slot_find((__u64)tgid << 32 | (__u32)task->pid);
+		if (t)
+			t->id = 0;
+	}
 	if (task->pid != tgid || !is_profiled(tgid))
 		return 0;
 	if (bpf_map_lookup_elem(&procs, &tgid))

@@ -391,6 +391,7 @@ struct ev_stack {
  * at the switch back in, the time it was off, divided by p, is added to
  * that key, so the totals stay unbiased whatever p is. */
 struct offcpu_thread {
+	__u64 id;                    /* tgid << 32 | tid of the thread in this slot; 0: free */
 	__u64 out_ns;                /* when it left the CPU; 0: not walked */
 	__u64 win_ns;                /* start of the current one-second window */
 	__u64 last_ns;               /* the clock when last read for this thread */
@@ -551,6 +552,7 @@ enum stat_idx {
 	STAT_ALLOCS,            /* --mode alloc: allocator calls of profiled processes */
 	STAT_ALLOC_WALKS,       /* of those, sampled and walked */
 	STAT_LIVE_FULL,         /* leaks: sampled allocations not tracked, the map was full */
+	STAT_OFFCPU_LOST,       /* walked blocks lost: another thread took the slot */
 	STAT_NR,
 };
 

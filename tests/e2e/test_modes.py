@@ -106,6 +106,33 @@ def test_wall_totals_hold_for_threads_switching_100k_times_a_second(tmp_path):
         assert abs(total - float(SECONDS)) < 0.15 * float(SECONDS), (fn, total)
 
 
+def sleepers_total(tmp_path, slots=None):
+    """idle_threads.py: 8 threads sleeping 100 ms at a time for 2 s, in
+    --mode wall; their seconds in the profile and the report."""
+    folded, txt = tmp_path / "p.folded", tmp_path / "p.txt"
+    env = dict(os.environ, **({"PYPERF_OFFCPU_SLOTS": str(slots)} if slots else {}))
+    r = run_pyperf(["-F", "99", "--mode", "wall", "-o", str(folded), "-o", str(txt), "--",
+                    newest(), os.path.join(WORKLOADS, "idle_threads.py"), "2", "8"], env=env)
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(folded.read_text())
+    return sum(c for f, c in stacks if "worker" in map(func_name, f)) / 1e6, txt.read_text()
+
+
+def test_sleeping_threads_in_the_thread_table(tmp_path):
+    """Each profiled thread's off-CPU state lives in a table indexed by its
+    tid.  With the default size the 8 sleepers' 16 s are all there; with
+    room for 2 threads (PYPERF_OFFCPU_SLOTS) they take each other's slots,
+    and the blocks whose time was lost are counted in the report, never
+    given to another thread."""
+    total, report = sleepers_total(tmp_path)
+    assert abs(total - 16) < 0.1 * 16, total
+    assert "blocks lost" not in report, report
+    total, report = sleepers_total(tmp_path, slots=2)
+    m = re.search(r"Off-CPU blocks lost: (\d+) walked blocks", report)
+    assert m and int(m.group(1)) > 20, report
+    assert total < 16 * 1.1, total
+
+
 def test_offcpu_mode_has_no_cpu_leaf(tmp_path):
     stacks, truth, _, r = record(newest(), tmp_path, "offcpu", also=[".txt"])
     parts, main, only = split(stacks)

@@ -77,6 +77,7 @@ int cmdline_env(struct session_opts *o)
 		o->counts_entries = e.counts_entries;
 	if (e.unwind_bytes)
 		o->unwind_bytes = e.unwind_bytes;
+	o->offcpu_slots = e.offcpu_slots;
 	o->debuginfo_path = e.debuginfo_path;
 	o->vmlinux_btf = e.vmlinux_btf;
 	return 0;

@@ -36,6 +36,14 @@ int env_read(struct env *e, char *err, size_t errlen)
 		return -1;
 	if (r)
 		e->counts_entries = (unsigned)v;
+	if ((r = number("PYPERF_OFFCPU_SLOTS", 2, 1 << 16, &v, err, errlen)) < 0)
+		return -1;
+	if (r && (v & (v - 1))) {
+		set_err(err, errlen, "PYPERF_OFFCPU_SLOTS: not a power of two: %lld", v);
+		return -1;
+	}
+	if (r)
+		e->offcpu_slots = (unsigned)v;
 	if ((r = number("PYPERF_UNWIND_BYTES", 4096, 1LL << 40, &v, err, errlen)) < 0)
 		return -1;
 	if (r)

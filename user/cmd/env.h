@@ -9,6 +9,8 @@
 
 struct env {
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: BPF counts map size (0: default) */
+	unsigned offcpu_slots;       /* PYPERF_OFFCPU_SLOTS: threads the off-CPU table holds
+				      * (a power of two; 0: default), for tests */
 	uint64_t unwind_bytes;       /* PYPERF_UNWIND_BYTES: unwind table cap, finer than
 				      * --unwind-mb, for tests (0: unset) */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH: where separate debug files

@@ -132,6 +132,9 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 			c->duration_s, (shown - off) * 1e-9, c->freq, off * 1e-9,
 			(unsigned long long)st[STAT_OFFCPU_WALKS],
 			(unsigned long long)st[STAT_SWITCHES]);
+	if (st[STAT_OFFCPU_LOST])
+		fprintf(f, "Off-CPU blocks lost: %llu walked blocks whose time was not counted "
+			"(the table of threads was full)\n", (unsigned long long)st[STAT_OFFCPU_LOST]);
 	size_t n = 0;
 	const struct pproc **procs = malloc((p->procs.len + 1) * sizeof(*procs));
 

@@ -268,8 +268,18 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	s->track_live = o->mode == MODE_ALLOC && o->track_live;
 	/* the scheduler hook costs every context switch of the host: only when
 	 * off-CPU time is wanted */
-	bpf_program__set_autoload(s->skel->progs.on_switch,
-				  o->mode == MODE_WALL || o->mode == MODE_OFFCPU);
+	s->skel->rodata->offcpu = o->mode == MODE_WALL || o->mode == MODE_OFFCPU;
+	bpf_program__set_autoload(s->skel->progs.on_switch, s->skel->rodata->offcpu);
+	if (!s->skel->rodata->offcpu) { /* the threads' slots only matter to it */
+		bpf_map__set_max_entries(s->skel->maps.offcpu_slots, 1);
+	} else if (o->offcpu_slots) {
+		unsigned bits = 0;
+
+		while ((1u << bits) < o->offcpu_slots && bits < 16)
+			bits++;
+		bpf_map__set_max_entries(s->skel->maps.offcpu_slots, 1u << bits);
+		s->skel->rodata->offcpu_slot_bits = bits;
+	}
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 	bpf_map__set_max_entries(s->skel->maps.scratch_map,

@@ -742,7 +742,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
 		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu, "
 		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu, \"stat_allocs\": %llu, "
-		"\"stat_alloc_walks\": %llu}\n",
+		"\"stat_alloc_walks\": %llu, \"stat_offcpu_lost\": %llu}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -761,7 +761,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		(unsigned long long)st[STAT_SWITCHES], (unsigned long long)st[STAT_OFFCPU_WALKS],
 		(unsigned long long)st[STAT_OFFCPU_BLOCKS], (unsigned long long)st[STAT_FAULTS],
 		(unsigned long long)st[STAT_FAULT_WALKS], (unsigned long long)st[STAT_ALLOCS],
-		(unsigned long long)st[STAT_ALLOC_WALKS]);
+		(unsigned long long)st[STAT_ALLOC_WALKS], (unsigned long long)st[STAT_OFFCPU_LOST]);
 	fclose(f);
 }
 
@@ -781,6 +781,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .async_stacks = o->async_stacks, .interval = o->interval,
 				   .track_live = o->leaks,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
+				   .offcpu_slots = o->offcpu_slots,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };
 	char err[1024];
