@@ -33,6 +33,26 @@ def test_syscall_heavy_workload_shows_kernel_frames_at_leaf(python, tmp_path):
     assert any("vfs_read_[k]" in f or "ksys_read_[k]" in f for fr, _ in in_kernel for f in fr)
 
 
+def kallsyms_text():
+    with open("/proc/kallsyms") as f:
+        return {p[2] for p in (line.split() for line in f) if len(p) >= 3 and p[1] in "tTwW"}
+
+
+def test_kernel_frames_are_named_by_the_kernels_symbols(tmp_path):
+    """Kernel frames are named by the kernel's own lookup (a BPF program
+    run by the loader), not from /proc/kallsyms: every name must still be a
+    text symbol there, none unnamed, and a read(2) shows its whole chain."""
+    assert SUPPORTED, "no supported CPython"
+    stacks = profile(SUPPORTED[-1][0], tmp_path)
+    kernel = {f[:-len("_[k]")] for frames, _ in stacks for f in frames if is_kernel(f)}
+    assert len(kernel) > 10, kernel
+    assert "[unknown]" not in kernel
+    assert kernel <= kallsyms_text(), kernel - kallsyms_text()
+    chain = ["do_syscall_64", "ksys_read", "vfs_read"]
+    assert any([f[:-4] for f in frames if f[:-4] in chain] == chain
+               for frames, _ in stacks), "no read(2) chain"
+
+
 @pytest.mark.parametrize("flag", ["--no-kernel", "--python-only"])
 def test_kernel_frames_can_be_left_out(flag, tmp_path):
     assert SUPPORTED, "no supported CPython"

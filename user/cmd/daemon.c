@@ -315,7 +315,6 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 	size_t nimg = 0;
 	struct app_key *img = images(prof, &nimg);
 
-	naming_name_kernel(prof);
 	for (size_t i = 0; i < nimg; i++) {
 		int pid = img[i].pid;
 		const char *app = select_app(&d->sel, pid, img[i].gen);

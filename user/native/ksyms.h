@@ -1,4 +1,5 @@
-/* ksyms.h - names for kernel stack addresses, from /proc/kallsyms. */
+/* ksyms.h - names for kernel stack addresses, from /proc/kallsyms: the
+ * fallback of sampler_name_kernel, which asks the kernel directly. */
 #ifndef PYPERF_KSYMS_H
 #define PYPERF_KSYMS_H
 

@@ -8,6 +8,7 @@
 #include "profile.h"
 #include "pyasync.h"
 #include "pyread.h"
+#include "sampler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,15 +289,25 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 				    ident, nident);
 }
 
-void naming_name_kernel(struct profile *p)
+void naming_name_kernel(struct profile *p, struct sampler *s)
 {
-	size_t n = 0;
+	size_t n = 0, i = 0;
 	uint64_t *addrs = profile_unnamed_kernel(p, &n);
 	char **names = n ? calloc(n, sizeof(*names)) : NULL;
+	char buf[256];
 
 	/* a daemon's later intervals often have none to name anew */
-	if (addrs && names)
+	for (; addrs && names && s && i < n; i++) {
+		if (sampler_name_kernel(s, addrs[i], buf, sizeof(buf)))
+			break;
+		if (buf[0] && !(names[i] = strdup(buf)))
+			break;
+	}
+	if (addrs && names && i < n) {
+		for (size_t j = 0; j < i; j++)
+			free(names[j]);
 		ksyms_resolve("/proc/kallsyms", addrs, n, names);
+	}
 	profile_set_kernel_names(p, addrs, names, names ? n : 0);
 	free(addrs);
 	free(names);

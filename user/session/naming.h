@@ -3,7 +3,8 @@
  * a stack of named frames (struct func, frame.h).  Python code objects are
  * read from the live process (python/pyread.c), native addresses named from
  * their binaries (native/), the two merged into one stack (profile/merge.c);
- * kernel addresses are named from /proc/kallsyms when a profile is written.
+ * kernel addresses by the kernel's own lookup (or /proc/kallsyms) as the
+ * counts are drained.
  * The profile itself only aggregates what this step hands it. */
 #ifndef PYPERF_NAMING_H
 #define PYPERF_NAMING_H
@@ -14,6 +15,8 @@
 #include "hmap.h"
 #include "pyperf.h"
 #include "pyproc.h"
+
+struct sampler;
 
 struct native;
 struct profile;
@@ -59,8 +62,10 @@ void naming_forget(struct naming *n, int pid);
 int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack *s);
 /* The raw stack of a sampler record. */
 void naming_raw_of_event(const struct ev_stack *ev, struct raw_stack *out);
-/* Name every kernel frame of p not named yet (reads /proc/kallsyms once);
+/* Name every kernel frame of p not named yet, with the kernel's own lookup
+ * through sampler s (a few µs an address), or where that cannot run (s
+ * NULL, an error) from /proc/kallsyms (~60 ms of system time a pass);
  * frames that cannot be named are "[unknown]".  Before writing p. */
-void naming_name_kernel(struct profile *p);
+void naming_name_kernel(struct profile *p, struct sampler *s);
 
 #endif

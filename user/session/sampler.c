@@ -685,6 +685,31 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 	return rc;
 }
 
+int sampler_name_kernel(struct sampler *s, uint64_t addr, char *buf, size_t len)
+{
+	uint64_t arg = addr + 1; /* %pB names the symbol holding its argument - 1 */
+	LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &arg, .ctx_size_in = sizeof(arg));
+	const char *out = s->skel->bss->ksym_name;
+	size_t n;
+
+	if (!len)
+		return -1;
+	s->skel->bss->ksym_name[0] = 0;
+	if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.name_ksym), &run) || run.retval)
+		return -1;
+	/* "name+0x1f/0x80 [module]", or "0xffff..." for an address in no symbol */
+	n = strcspn(out, "+ ");
+	if (n >= sizeof(s->skel->bss->ksym_name) || !strncmp(out, "0x", 2) || !n) {
+		buf[0] = 0;
+		return 0;
+	}
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, out, n);
+	buf[n] = 0;
+	return 0;
+}
+
 void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])
 {
 	int ncpu = libbpf_num_possible_cpus();

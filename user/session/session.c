@@ -679,6 +679,7 @@ static void run_loop(struct session *r, uint64_t start)
 			if (r->h->on_drain) {
 				uint64_t st[STAT_NR];
 
+				naming_name_kernel(&r->prof, r->s);
 				sampler_stats(r->s, st);
 				r->h->on_drain(r->h->ctx, &r->prof, st, (now - start) / 1e9, false);
 			}
@@ -863,9 +864,9 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		struct session_end end = { .secs = secs, .start_unix_ns = r.start_unix_ns };
 
 		sampler_stats(r.s, end.stats);
+		naming_name_kernel(&r.prof, r.s);
 		if (h->on_drain)
 			h->on_drain(h->ctx, &r.prof, end.stats, secs, true);
-		naming_name_kernel(&r.prof);
 		if (h->on_end && h->on_end(h->ctx, &r.prof, &end, err, sizeof(err)))
 			goto fail;
 		write_stats_json(&r, secs, loop); /* after: peak RSS includes writing */

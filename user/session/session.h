@@ -49,9 +49,9 @@ struct session_end {
 };
 
 /* The commands' part, all optional.  on_drain: after each drain of the
- * sampler's counts, with the profile so far and the sampler's counters since
- * the start; once more with final set after sampling stopped.  on_end: after
- * that, with the profile's kernel frames named; -1 with a message fails the
+ * sampler's counts, with the profile so far (its kernel frames named) and
+ * the sampler's counters since the start; once more with final set after
+ * sampling stopped.  on_end: after that; -1 with a message fails the
  * session.  should_stop: every turn of the loop (about every 100 ms); true
  * stops.  want: a CPython process was found, to be profiled as image gen (the
  * gen of its stacks); false leaves it alone (until it execs).  on_hup: SIGHUP
