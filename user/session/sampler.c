@@ -266,6 +266,15 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	bpf_program__set_autoload(s->skel->progs.on_munmap, o->mode == MODE_ALLOC && o->track_live);
 	s->skel->rodata->alloc_live = o->mode == MODE_ALLOC && o->track_live;
 	s->track_live = o->mode == MODE_ALLOC && o->track_live;
+	/* the allocator's maps, one entry long in other modes: the kernel fills
+	 * a preallocated map's ~14 MB at load, most of a short run's start-up */
+	if (o->mode != MODE_ALLOC) {
+		bpf_map__set_max_entries(s->skel->maps.pending_allocs, 1);
+		bpf_map__set_max_entries(s->skel->maps.alloc_objects, 1);
+		bpf_map__set_max_entries(s->skel->maps.libc_texts, 1);
+	}
+	if (!s->track_live)
+		bpf_map__set_max_entries(s->skel->maps.live_allocs, 1);
 	/* the scheduler hook costs every context switch of the host: only when
 	 * off-CPU time is wanted */
 	s->skel->rodata->offcpu = o->mode == MODE_WALL || o->mode == MODE_OFFCPU;
