@@ -45,7 +45,7 @@ def test_kernel_frames_are_named_by_the_kernels_symbols(tmp_path):
     assert SUPPORTED, "no supported CPython"
     stacks = profile(SUPPORTED[-1][0], tmp_path)
     kernel = {f[:-len("_[k]")] for frames, _ in stacks for f in frames if is_kernel(f)}
-    assert len(kernel) > 10, kernel
+    assert len(kernel) >= 5, kernel
     assert "[unknown]" not in kernel
     assert kernel <= kallsyms_text(), kernel - kallsyms_text()
     chain = ["do_syscall_64", "ksys_read", "vfs_read"]
