@@ -72,6 +72,7 @@ struct async_try {
 	uint64_t next_ns, wait_ns;
 	bool wanted;                 /* its stacks showed coroutines */
 	bool done;                   /* found, or refused (said once) */
+	bool too_old;                /* before 3.12: said so, nothing to find */
 	/* wall|offcpu: where its waiting tasks wait (async_waits) */
 	bool found;                  /* a holds its asyncio */
 	struct pyasync a;
@@ -166,17 +167,24 @@ static bool whole_host(const struct session_opts *o)
 
 static void async_adopt(struct session *r, const struct pyproc *py, const struct proc_info *pi)
 {
-	struct async_try *at;
+	struct async_try *at = hmap_get(&r->asyncs, &py->pid, sizeof(py->pid));
+	/* a process adopted again (found twice around its exec) is told once */
+	bool told = at && at->too_old;
 
 	async_forget(r, py->pid);
+	at = calloc(1, sizeof(*at));
 	if (py->major == 3 && py->minor < 12) {
-		if (r->o->verbose || !whole_host(r->o))
+		if (!told && (r->o->verbose || !whole_host(r->o)))
 			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks are read from "
 				"CPython 3.12 on, this is %d.%d: its stacks are shown without "
 				"tasks\n", py->pid, py->major, py->minor);
+		if (at) {
+			at->too_old = at->done = true;
+			if (hmap_put(&r->asyncs, &py->pid, sizeof(py->pid), at))
+				free(at);
+		}
 		return;
 	}
-	at = calloc(1, sizeof(*at));
 	if (!at || hmap_put(&r->asyncs, &py->pid, sizeof(py->pid), at)) {
 		free(at);
 		return;
