@@ -706,9 +706,10 @@ int sampler_name_kernel(struct sampler *s, uint64_t addr, char *buf, size_t len)
 	s->skel->bss->ksym_name[0] = 0;
 	if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.name_ksym), &run) || run.retval)
 		return -1;
-	/* "name+0x1f/0x80 [module]", or "0xffff..." for an address in no symbol */
+	/* "name+0x1f/0x80 [module]", or "0xffff..." for an address in no symbol
+	 * (bpf_snprintf always ends the buffer) */
 	n = strcspn(out, "+ ");
-	if (n >= sizeof(s->skel->bss->ksym_name) || !strncmp(out, "0x", 2) || !n) {
+	if (!n || !strncmp(out, "0x", 2)) {
 		buf[0] = 0;
 		return 0;
 	}
