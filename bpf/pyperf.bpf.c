@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define PF_EXITING 0x00000004 /* include/linux/sched.h */
 #define NEW_PID_RETRY_NS (50ULL * 1000 * 1000)   /* re-announce an unclassified pid */
 #define NO_TSTATE_RETRY_NS (20ULL * 1000 * 1000)  /* re-walk threads for a native thread */
+#define NO_TSTATE_RECHECK_NS (1000ULL * 1000 * 1000) /* ... even when no thread state is new */
 
 /* Only sample processes in `targets` (-p, or a command and its children). */
 const volatile bool filter_targets = false;
@@ -102,12 +103,15 @@ struct {
 	__type(value, struct skip_info);
 } skip SEC(".maps");
 
-/* tid -> its PyThreadState (0: none, re-checked after NO_TSTATE_RETRY_NS) */
+/* tid -> its PyThreadState; 0: none found (a native thread, or a Python
+ * one before it bound its state), looked for again as find_tstate says */
 struct tstate_cache {
 	__u32 tgid;
 	__u32 pad;
 	__u64 tstate;
-	__u64 stamp_ns;
+	__u64 stamp_ns;          /* when the threads were last walked */
+	__u64 head;              /* with tstate 0: the thread list's head then,
+				  * 0 after the first walk that found none */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

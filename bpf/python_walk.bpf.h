@@ -37,18 +37,29 @@ static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, 
 	struct tstate_cache fresh = { .tgid = tgid };
 	struct thread_walk w = { .want = fsbase, .next_off = o->tstate_next,
 				 .id_off = o->tstate_thread_id };
+	bool none = c && c->tgid == tgid && !c->tstate; /* none found last time */
 
 	if (c && c->tgid == tgid && c->tstate &&
 	    read_ptr(c->tstate + o->tstate_thread_id) == fsbase)
 		return c->tstate; /* the common case: one map lookup, one read */
 	now = bpf_ktime_get_ns();
-	if (c && c->tgid == tgid && !c->tstate && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
+	if (none && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
 		return 0;
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
 	if (interp)
 		w.tstate = read_ptr(interp + o->interp_threads_head);
 	if (!w.tstate)
 		return 0; /* interpreter not (yet) running: nothing worth caching */
+	/* A thread without a state, walked for twice already, is walked for
+	 * again when a thread state is new (CPython puts new ones at the head
+	 * of the list: a thread that starts, or a native one that takes the
+	 * GIL), else at most every NO_TSTATE_RECHECK_NS: a pool of native
+	 * threads would walk the list at most samples otherwise.  The second
+	 * walk comes NO_TSTATE_RETRY_NS after the first whatever the head, for
+	 * a Python thread sampled before it bound its state to its thread. */
+	if (none && c->head == w.tstate && now - c->stamp_ns < NO_TSTATE_RECHECK_NS)
+		return 0;
+	fresh.head = none ? w.tstate : 0;
 	bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
 	fresh.tstate = w.found;
 	fresh.stamp_ns = now;

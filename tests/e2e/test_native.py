@@ -5,12 +5,13 @@ import glob
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
 from conftest import (PENDING, SUPPORTED, WORKLOADS, all_names, count_pending, func_name,
-                      is_kernel, is_native, is_python, names, parse_folded, record_workload, run_pyperf,
-                      supported_pythons)
+                      is_kernel, is_native, is_python, names, parse_folded, python_id, record_workload,
+                      run_pyperf, supported_pythons)
 
 
 def record(python, tmp_path, script, *args, extra=(), pyflags=()):
@@ -246,3 +247,43 @@ def test_tables_beyond_the_cap_are_reported_not_dropped(tmp_path):
     marked = sum(c for f, c in stacks if "[native incomplete]" in f)
     assert total > 200 and marked >= 0.5 * total, (marked, total)
     assert any("leaf_" in x for f, _ in stacks for x in names(f))
+
+
+@pytest.fixture(scope="module")
+def late_attach_lib(tmp_path_factory):
+    """late_attach.c built into a shared library (the C compiler the build uses)."""
+    lib = tmp_path_factory.mktemp("late") / "late_attach.so"
+    r = subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-pthread", "-o", str(lib),
+                        os.path.join(WORKLOADS, "late_attach.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return lib
+
+
+# one interpreter per version: the thread list's layout is the version's
+ONE_PER_VERSION = list({p[1]: p for p in reversed(SUPPORTED)}.values())[::-1]
+
+
+@pytest.mark.parametrize("python", ONE_PER_VERSION, ids=[python_id(p) for p in ONE_PER_VERSION])
+def test_native_thread_that_calls_into_python_later_is_found(python, tmp_path, late_attach_lib):
+    """A thread that ran native code only for 0.4 s, then calls into Python
+    (a ctypes callback, which gives it a thread state): its Python frames are
+    there from then on.  The sampler looks for a native thread's state again
+    when a thread state is new, not only every second (a 1 s recheck alone
+    found ~38 % of this phase's samples).  One interpreter per version."""
+    out, spent = tmp_path / "l.folded", tmp_path / "l.json"
+    r = run_pyperf(["-F", "999", "--threads", "-o", str(out), "--", python[0],
+                    os.path.join(WORKLOADS, "late_attach.py"), str(late_attach_lib), "0.4", "1.0",
+                    str(spent)])
+    assert r.returncode == 0, r.stderr
+    truth = json.loads(spent.read_text())
+    stacks = parse_folded(out.read_text())
+    spin = sum(c for f, c in stacks if any(func_name(x) == "late_attach_spin" for x in f))
+    work = [(f, c) for f, c in stacks if "late_python_work" in names(f)]
+    found = sum(c for _, c in work)
+    # the native phase is sampled too, as a thread without Python frames
+    assert spin >= 0.5 * 0.4 * 999, (spin, truth)
+    assert found >= 0.8 * truth["python_cpu_s"] * 999, (found, truth)
+    # in the thread that ran the native phase, above the native frames of its start
+    tids = {thread_of(f) for f, _ in work}
+    assert len(tids) == 1, tids
+    assert any(func_name(x) == "worker" for f, _ in work for x in f), work[:2]
