@@ -45,6 +45,7 @@ struct sampler {
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
 	bool track_live;             /* `leaks`: the returns and free are probed too */
+	uint64_t last_record_ns;     /* when a poll last handled records */
 };
 
 /* the allocator functions --mode alloc probes: their entries, for
@@ -609,11 +610,28 @@ void sampler_stop(struct sampler *s)
 	}
 }
 
+/* records came less than this ago: poll often, and say so to the sampler */
+#define FAST_POLL_HOLD_NS (1000ull * 1000 * 1000)
+
 int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 {
 	struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
 			       { .fd = wake_fd, .events = POLLIN } };
-	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
+	uint64_t now = clock_mono_ns(), by = 0;
+	int n;
+
+	/* While records keep coming (new stacks, in bursts or a stream), a
+	 * poll is due within PYPERF_FAST_POLL_MS and the sampler need not wake
+	 * us for each new stack: a wakeup costs its CPU an interrupt, an exit
+	 * to the host in a virtual machine.  The clocks are the same
+	 * (CLOCK_MONOTONIC, bpf_ktime_get_ns). */
+	if (s->last_record_ns && now - s->last_record_ns < FAST_POLL_HOLD_NS &&
+	    timeout_ms > PYPERF_FAST_POLL_MS) {
+		timeout_ms = PYPERF_FAST_POLL_MS;
+		by = now + PYPERF_FAST_POLL_MS * 1000000ull;
+	}
+	__atomic_store_n(&s->skel->bss->loader_poll_by_ns, by, __ATOMIC_RELAXED);
+	n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -624,6 +642,8 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 			return -errno;
 	}
 	n = ring_buffer__consume(s->rb);
+	if (n > 0)
+		s->last_record_ns = clock_mono_ns();
 	return n == -EINTR ? 0 : n;
 }
 
