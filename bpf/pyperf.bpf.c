@@ -413,7 +413,7 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 	/* The loader names a new stack's code objects while they exist (an
 	 * imported module's code is freed once it has run): a new stack with
 	 * Python frames wakes it, unless it polls within PYPERF_FAST_POLL_MS
-	 * anyway (it does while new stacks keep coming).  A wakeup is an
+	 * anyway (it does while new stacks come often).  A wakeup is an
 	 * interrupt the CPU sends itself, which in a virtual machine costs a
 	 * few microseconds (an exit to the host).  A stack without Python
 	 * frames (a BLAS or OpenMP worker's) waits for the next wakeup or poll

@@ -45,7 +45,11 @@ struct sampler {
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
 	bool track_live;             /* `leaks`: the returns and free are probed too */
-	uint64_t last_record_ns;     /* when a poll last handled records */
+	/* polls that handled records, in the second from win_ns; fast: poll
+	 * every PYPERF_FAST_POLL_MS this second, and tell the sampler so */
+	uint64_t win_ns;
+	unsigned win_polls;
+	bool fast;
 };
 
 /* the allocator functions --mode alloc probes: their entries, for
@@ -610,8 +614,9 @@ void sampler_stop(struct sampler *s)
 	}
 }
 
-/* records came less than this ago: poll often, and say so to the sampler */
-#define FAST_POLL_HOLD_NS (1000ull * 1000 * 1000)
+/* a second with this many polls that handled records turns fast polling
+ * on (as many as fast polls would be), one with half as many keeps it on */
+#define FAST_POLLS_ON (1000 / PYPERF_FAST_POLL_MS)
 
 int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 {
@@ -620,13 +625,19 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 	uint64_t now = clock_mono_ns(), by = 0;
 	int n;
 
-	/* While records keep coming (new stacks, in bursts or a stream), a
-	 * poll is due within PYPERF_FAST_POLL_MS and the sampler need not wake
-	 * us for each new stack: a wakeup costs its CPU an interrupt, an exit
-	 * to the host in a virtual machine.  The clocks are the same
-	 * (CLOCK_MONOTONIC, bpf_ktime_get_ns). */
-	if (s->last_record_ns && now - s->last_record_ns < FAST_POLL_HOLD_NS &&
-	    timeout_ms > PYPERF_FAST_POLL_MS) {
+	/* While new stacks come often enough that the sampler would wake us
+	 * more often than every PYPERF_FAST_POLL_MS, we poll that often and
+	 * it need not wake us: a wakeup costs the sampled CPU an interrupt it
+	 * sends itself, a few microseconds in a virtual machine (an exit to
+	 * the host).  Fewer new stacks (a daemon's few processes at 19 Hz)
+	 * wake us one by one: a poll with nothing to read costs us more.  The
+	 * clocks are the same (CLOCK_MONOTONIC, bpf_ktime_get_ns). */
+	if (now - s->win_ns >= 1000000000ull) {
+		s->fast = s->win_polls >= (s->fast ? FAST_POLLS_ON / 2 : FAST_POLLS_ON);
+		s->win_polls = 0;
+		s->win_ns = now;
+	}
+	if (s->fast && timeout_ms > PYPERF_FAST_POLL_MS) {
 		timeout_ms = PYPERF_FAST_POLL_MS;
 		by = now + PYPERF_FAST_POLL_MS * 1000000ull;
 	}
@@ -643,7 +654,7 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 	}
 	n = ring_buffer__consume(s->rb);
 	if (n > 0)
-		s->last_record_ns = clock_mono_ns();
+		s->win_polls++;
 	return n == -EINTR ? 0 : n;
 }
 
