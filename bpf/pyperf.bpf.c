@@ -392,7 +392,7 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 {
 	struct scratch *s = w->s;
 	void *m = bpf_map_lookup_elem(&counts, &idx);
-	__u64 *v, size, wake;
+	__u64 *v, size, rb_flags;
 	long err;
 
 	if (!m)
@@ -418,12 +418,11 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 	 * few microseconds (an exit to the host).  A stack without Python
 	 * frames (a BLAS or OpenMP worker's) waits for the next wakeup or poll
 	 * (100 ms at most).  Either wakes the loader when the ring fills up. */
-	wake = BPF_RB_NO_WAKEUP;
-	if (s->ev.nframes && bpf_ktime_get_ns() >= loader_poll_by_ns)
-		wake = 0;
-	if (wake && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT)
-		wake = 0;
-	if (!size || bpf_ringbuf_output(&events, s->wire, size, wake)) {
+	rb_flags = BPF_RB_NO_WAKEUP;
+	if ((s->ev.nframes && bpf_ktime_get_ns() >= loader_poll_by_ns) ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT)
+		rb_flags = 0; /* wake it (when it has read all before) */
+	if (!size || bpf_ringbuf_output(&events, s->wire, size, rb_flags)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return false;
 	}
