@@ -243,9 +243,6 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 #define RINGBUF_WAKE_AT (1 << 20) /* bytes waiting: any new stack wakes the loader */
-/* the loader's next poll (bpf_ktime_get_ns time) when it is sure to come
- * within PYPERF_FAST_POLL_MS, else 0: written by the loader before each wait */
-__u64 loader_poll_by_ns;
 
 /* A return address and its unwind row, cached per CPU: the same call sites
  * come back sample after sample (and frame after frame in recursion), and a
@@ -392,7 +389,7 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 {
 	struct scratch *s = w->s;
 	void *m = bpf_map_lookup_elem(&counts, &idx);
-	__u64 *v, size, rb_flags;
+	__u64 *v, size;
 	long err;
 
 	if (!m)
@@ -410,19 +407,15 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
-	/* The loader names a new stack's code objects while they exist (an
-	 * imported module's code is freed once it has run): a new stack with
-	 * Python frames wakes it, unless it polls within PYPERF_FAST_POLL_MS
-	 * anyway (it does while new stacks come often).  A wakeup is an
-	 * interrupt the CPU sends itself, which in a virtual machine costs a
-	 * few microseconds (an exit to the host).  A stack without Python
-	 * frames (a BLAS or OpenMP worker's) waits for the next wakeup or poll
-	 * (100 ms at most).  Either wakes the loader when the ring fills up. */
-	rb_flags = BPF_RB_NO_WAKEUP;
-	if ((s->ev.nframes && bpf_ktime_get_ns() >= loader_poll_by_ns) ||
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT)
-		rb_flags = 0; /* wake it (when it has read all before) */
-	if (!size || bpf_ringbuf_output(&events, s->wire, size, rb_flags)) {
+	/* a new stack with Python frames wakes the loader at once: it names
+	 * the code objects while they exist (an imported module's code is
+	 * freed once it has run); one without (a BLAS or OpenMP worker's)
+	 * waits for the next wakeup or poll (100 ms at most), unless the ring
+	 * is filling up */
+	if (!size || bpf_ringbuf_output(&events, s->wire, size,
+					s->ev.nframes ||
+					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT ?
+					0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return false;
 	}

@@ -25,8 +25,6 @@
 #define PYPERF_COMM_LEN 16
 #define PYPERF_KSTACK_DEPTH 127  /* kernel frames kept (PERF_MAX_STACK_DEPTH) */
 #define PYPERF_KSTACK_ENTRIES 8192
-#define PYPERF_FAST_POLL_MS 25    /* while new stacks come often, the loader polls this
-				   * often and they do not wake it */
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
 #define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */

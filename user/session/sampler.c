@@ -45,11 +45,6 @@ struct sampler {
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
 	bool track_live;             /* `leaks`: the returns and free are probed too */
-	/* polls that handled records, in the second from win_ns; fast: poll
-	 * every PYPERF_FAST_POLL_MS this second, and tell the sampler so */
-	uint64_t win_ns;
-	unsigned win_polls;
-	bool fast;
 };
 
 /* the allocator functions --mode alloc probes: their entries, for
@@ -614,35 +609,11 @@ void sampler_stop(struct sampler *s)
 	}
 }
 
-/* a second with this many polls that handled records turns fast polling
- * on (as many as fast polls would be), one with half as many keeps it on */
-#define FAST_POLLS_ON (1000 / PYPERF_FAST_POLL_MS)
-
 int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 {
 	struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
 			       { .fd = wake_fd, .events = POLLIN } };
-	uint64_t now = clock_mono_ns(), by = 0;
-	int n;
-
-	/* While new stacks come often enough that the sampler would wake us
-	 * more often than every PYPERF_FAST_POLL_MS, we poll that often and
-	 * it need not wake us: a wakeup costs the sampled CPU an interrupt it
-	 * sends itself, a few microseconds in a virtual machine (an exit to
-	 * the host).  Fewer new stacks (a daemon's few processes at 19 Hz)
-	 * wake us one by one: a poll with nothing to read costs us more.  The
-	 * clocks are the same (CLOCK_MONOTONIC, bpf_ktime_get_ns). */
-	if (now - s->win_ns >= 1000000000ull) {
-		s->fast = s->win_polls >= (s->fast ? FAST_POLLS_ON / 2 : FAST_POLLS_ON);
-		s->win_polls = 0;
-		s->win_ns = now;
-	}
-	if (s->fast && timeout_ms > PYPERF_FAST_POLL_MS) {
-		timeout_ms = PYPERF_FAST_POLL_MS;
-		by = now + PYPERF_FAST_POLL_MS * 1000000ull;
-	}
-	__atomic_store_n(&s->skel->bss->loader_poll_by_ns, by, __ATOMIC_RELAXED);
-	n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
+	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
@@ -653,8 +624,6 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
 			return -errno;
 	}
 	n = ring_buffer__consume(s->rb);
-	if (n > 0)
-		s->win_polls++;
 	return n == -EINTR ? 0 : n;
 }
 

@@ -101,9 +101,7 @@ int sampler_start(struct sampler *s, char *err, size_t errlen);
 /* Detach the perf events: sampling stops. */
 void sampler_stop(struct sampler *s);
 /* Wait up to timeout_ms for ring buffer records, or for wake_fd (an eventfd,
- * -1: none) to be signalled, and handle the records.  While records come
- * more often than every PYPERF_FAST_POLL_MS, it waits that long at most,
- * and new stacks do not wake it meanwhile (bpf/pyperf.h). */
+ * -1: none) to be signalled, and handle the records. */
 int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);
 /* Hand every count gathered so far to fn and clear it.  Ring buffer records
  * written before those counts are handled first, so every count's stack is
