@@ -58,6 +58,7 @@ static void garbage_is_refused_and_surrogates_replaced(void **state)
 	uint32_t bad[] = { 0x28ffff };               /* beyond U+10FFFF */
 	uint16_t lone[] = { 'a', 0xdc80 };            /* surrogateescape'd byte */
 	uint8_t high[] = { 'a', 0x80 };
+	uint16_t ucs2_del[] = { 0x7f, 'x' };
 	char *s;
 
 	assert_null(pyread_str(getpid(), make_str(buf, o, STATE(4, 0), 1, bad, 4), o));
@@ -66,6 +67,14 @@ static void garbage_is_refused_and_surrogates_replaced(void **state)
 	assert_null(pyread_str(getpid(), make_str(buf, o, (uint32_t)(1 << 2 | 1 << 6), 1, "x", 1), o)); /* not compact */
 	s = pyread_str(getpid(), make_str(buf, o, STATE(2, 0), 2, lone, 4), o);
 	assert_string_equal(s, "a\xef\xbf\xbd");
+	free(s);
+	/* control characters (a newline in a file name) would break a line of
+	 * folded output */
+	s = pyread_str(getpid(), make_str(buf, o, STATE(1, 1), 5, "a\nb\tc", 5), o);
+	assert_string_equal(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c");
+	free(s);
+	s = pyread_str(getpid(), make_str(buf, o, STATE(2, 0), 2, ucs2_del, 4), o);
+	assert_string_equal(s, "\xef\xbf\xbd" "x");
 	free(s);
 	/* a length whose byte size wraps to 0 (2^62 * 4) must be refused */
 	assert_null(pyread_str(getpid(), make_str(buf, o, STATE(4, 0), 1ULL << 62, "x", 1), o));

@@ -66,7 +66,8 @@ static size_t put_utf8(char *out, uint32_t c)
 /* UTF-8 of a str's characters, or NULL when they cannot be a str's (an
  * object read mid-construction or after it was freed).  Lone surrogates, which
  * a str may hold (surrogateescape'd file names), become U+FFFD so the output
- * stays valid UTF-8. */
+ * stays valid UTF-8; so do control characters (a file name may hold a
+ * newline, a freed string anything), which would break a folded line. */
 static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64_t whole)
 {
 	char *out = malloc(length * 4 + 48), *p = out;
@@ -87,8 +88,9 @@ static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64
 			free(out);
 			return NULL;
 		}
-		/* a lone surrogate is no UTF-8; a NUL would end the name early */
-		if ((c >= 0xd800 && c <= 0xdfff) || c == 0)
+		/* a lone surrogate is no UTF-8; a NUL would end the name early,
+		 * a newline the output's line */
+		if ((c >= 0xd800 && c <= 0xdfff) || c < 0x20 || c == 0x7f)
 			c = 0xfffd;
 		p += put_utf8(p, c);
 	}
