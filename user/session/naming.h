@@ -16,11 +16,10 @@
 #include "pyperf.h"
 #include "pyproc.h"
 
-struct sampler;
-
 struct native;
 struct profile;
 struct pyasync;
+struct sampler;
 
 /* One stack of one thread as it was walked, leaf first. */
 struct raw_stack {

@@ -107,11 +107,11 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);
  * written before those counts are handled first, so every count's stack is
  * known when fn sees it. */
 int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx);
-/* Per-CPU counters summed (enum stat_idx). */
 /* Name kernel address addr (a sampled pc or a return address) with the
  * kernel's own symbol lookup: buf gets the symbol's name, or "" when no
  * symbol holds it.  0, or -1 when the lookup cannot run. */
 int sampler_name_kernel(struct sampler *s, uint64_t addr, char *buf, size_t len);
+/* Per-CPU counters summed (enum stat_idx). */
 void sampler_stats(struct sampler *s, uint64_t out[STAT_NR]);
 /* run_cnt and run_time_ns (kernel.bpf_stats_enabled) of the perf_event
  * program (--mode alloc: of the allocator probes), or of the scheduler hook
