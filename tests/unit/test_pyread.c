@@ -1,6 +1,7 @@
-/* test_pyread.c - reading str objects out of a process, here our own, with
- * objects laid out by hand the way CPython 3.12 lays them out. */
+/* test_pyread.c - reading str and code objects out of a process, here our
+ * own, with objects laid out by hand the way CPython 3.12 lays them out. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,11 +83,110 @@ static void garbage_is_refused_and_surrogates_replaced(void **state)
 	assert_null(pyread_str(getpid(), 8, o)); /* unmapped */
 }
 
+/* A code object, its name, file and line table, laid out in one buffer. */
+struct fake_code {
+	uint64_t code[64], name[32], file[32], lt[8];
+};
+
+static const char type_objects[3]; /* their addresses stand for the types */
+static const struct py_types types = { (uint64_t)(uintptr_t)&type_objects[0],
+				       (uint64_t)(uintptr_t)&type_objects[1],
+				       (uint64_t)(uintptr_t)&type_objects[2] };
+
+static uint32_t make_code(struct fake_code *c, const struct py_offsets *o)
+{
+	uint8_t *code = (uint8_t *)c->code;
+	uint64_t name = (uint64_t)(uintptr_t)c->name, file = (uint64_t)(uintptr_t)c->file;
+	uint64_t lt = (uint64_t)(uintptr_t)c->lt;
+	int32_t first = 7;
+
+	memset(c, 0, sizeof(*c));
+	make_str((uint8_t *)c->name, o, STATE(1, 1), 1, "f", 1);
+	make_str((uint8_t *)c->file, o, STATE(1, 1), 4, "x.py", 4);
+	c->code[0] = c->name[0] = c->file[0] = c->lt[0] = 1; /* refcnt */
+	c->code[1] = types.code;
+	c->name[1] = c->file[1] = types.str;
+	c->lt[1] = types.bytes;
+	memcpy(code + o->code_firstlineno, &first, sizeof(first));
+	memcpy(code + o->code_filename, &file, 8);
+	memcpy(code + o->code_name, &name, 8);
+	memcpy(code + o->code_qualname, &name, 8);
+	memcpy(code + o->code_linetable, &lt, 8);
+	return py_code_check((uint32_t)first, file, name);
+}
+
+static void check_named(struct fake_code *c, const struct py_offsets *o, uint32_t check,
+			const struct py_types *t, bool named)
+{
+	struct func *f = pyread_code(getpid(), (uint64_t)(uintptr_t)c->code, check, o, t);
+
+	if (!named) {
+		assert_null(f);
+		return;
+	}
+	assert_non_null(f);
+	assert_string_equal(f->name, "f");
+	assert_string_equal(f->file, "x.py");
+	func_free(f);
+}
+
+/* A code object freed since its sample keeps its fields, so it passes its
+ * check; what a free wrote over the first words of it or of its strings must
+ * refuse it. */
+static void freed_code_objects_are_not_named_from_freed_strings(void **state)
+{
+	const struct py_offsets *o = py_offsets_for_version(3, 12);
+	struct fake_code *c = calloc(1, sizeof(*c));
+	uint64_t name = (uint64_t)(uintptr_t)c->name;
+	uint32_t check;
+
+	assert_non_null(c);
+	check = make_code(c, o);
+	check_named(c, o, check, &types, true);
+	check_named(c, o, check ^ 1, &types, false); /* another code object */
+	/* immortal counts: 3.12/3.13, and 3.14's with flags above it */
+	c->code[0] = c->name[0] = 0xffffffffu;
+	check_named(c, o, check, &types, true);
+	c->code[0] = c->name[0] = 3ull << 30 | 1ull << 48;
+	check_named(c, o, check, &types, true);
+	/* pymalloc: the count becomes the pool's free-list link, 0 or a block
+	 * of the same arena.  A code object freed so, its strings alive (code
+	 * run once by exec), is still named */
+	make_code(c, o);
+	c->code[0] = 0;
+	check_named(c, o, check, &types, true);
+	c->name[0] = 0; /* its name freed with it */
+	check_named(c, o, check, &types, false);
+	check_named(c, o, check, NULL, true); /* types unknown: not checked */
+	c->name[0] = name + 512;
+	check_named(c, o, check, &types, false);
+	c->name[0] = name - 4096;
+	check_named(c, o, check, &types, false);
+	/* glibc: its links over ob_type too */
+	make_code(c, o);
+	c->code[1] = 0x5a5a5a5a5a5a5a5aull;
+	check_named(c, o, check, &types, false);
+	make_code(c, o);
+	c->file[0] = 0;
+	c->file[1] = 0x5a5a5a5a5a5a5a5aull;
+	check_named(c, o, check, &types, false);
+	/* a str's memory now another type's object */
+	make_code(c, o);
+	c->file[1] = types.bytes;
+	check_named(c, o, check, &types, false);
+	/* a freed line table only loses the line numbers */
+	make_code(c, o);
+	c->lt[0] = 0;
+	check_named(c, o, check, &types, true);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decodes_ascii_latin1_ucs2_ucs4),
 		cmocka_unit_test(garbage_is_refused_and_surrogates_replaced),
+		cmocka_unit_test(freed_code_objects_are_not_named_from_freed_strings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -261,7 +261,8 @@ static void code_where(const struct dumper *d, uint64_t code, uint32_t instr, ch
 		       size_t len)
 {
 	const struct py_offsets *o = &d->py.off;
-	struct func *fn = code ? pyread_code(d->o->pid, code, pywalk_code_check(&d->py, code), o)
+	struct func *fn = code ? pyread_code(d->o->pid, code, pywalk_code_check(&d->py, code), o,
+					    &d->py.types)
 			       : NULL;
 
 	out[0] = 0;

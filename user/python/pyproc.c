@@ -26,8 +26,10 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_GETVERSION, SYM_NR };
-static const char *const sym_names[SYM_NR] = { "_PyRuntime", "Py_Version", "Py_GetVersion" };
+enum { SYM_RUNTIME, SYM_VERSION, SYM_GETVERSION, SYM_CODE_TYPE, SYM_STR_TYPE, SYM_BYTES_TYPE,
+       SYM_NR };
+static const char *const sym_names[SYM_NR] = { "_PyRuntime",  "Py_Version",     "Py_GetVersion",
+					       "PyCode_Type", "PyUnicode_Type", "PyBytes_Type" };
 
 struct elf_facts {
 	uint64_t dev_major, dev_minor, inode;
@@ -149,6 +151,13 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 			return PYPROC_NOT_PYTHON;
 		out->pid = pid;
 		out->runtime_addr = f->sym[SYM_RUNTIME] + bias;
+		/* all three or none: a type checked against a wrong address
+		 * would make every name unreadable */
+		if (f->sym[SYM_CODE_TYPE] && f->sym[SYM_STR_TYPE] && f->sym[SYM_BYTES_TYPE]) {
+			out->types.code = f->sym[SYM_CODE_TYPE] + bias;
+			out->types.str = f->sym[SYM_STR_TYPE] + bias;
+			out->types.bytes = f->sym[SYM_BYTES_TYPE] + bias;
+		}
 		snprintf(out->binary, sizeof(out->binary), "%s", m->path);
 		if (f->sym[SYM_VERSION] && mem_read(pid, f->sym[SYM_VERSION] + bias, &ver, 4) == 0 && ver) {
 			out->major = (ver >> 24) & 0xff;

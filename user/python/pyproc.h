@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pyperf.h"
+#include "pyread.h"
 
 enum pyproc_status {
 	PYPROC_OK,
@@ -21,6 +22,7 @@ struct pyproc {
 	int major, minor;
 	uint64_t runtime_addr;       /* &_PyRuntime in the target */
 	struct py_offsets off;
+	struct py_types types;       /* its code, str and bytes types (0: unknown) */
 	bool debug_offsets;          /* offsets came from the target's _Py_DebugOffsets */
 	char binary[PATH_MAX];       /* file that holds _PyRuntime */
 };

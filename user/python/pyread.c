@@ -7,7 +7,20 @@
  * there and marked ("...[cut: N characters]"): shown, never dropped.
  * Code objects: one read of the header gives the pointers to name, file and
  * line table, and what py_code_check() needs to confirm the address still
- * holds the code object the sampler saw. */
+ * holds the code object the sampler saw.
+ * Freed objects: a code object is named after its sample, and may have been
+ * freed since (code run once by exec, a module torn down at exit).  Its
+ * memory keeps the old fields until reused, so it passes the check, and
+ * its name and file, still alive, are most often right; but they may have
+ * been freed with it and now hold anything.  What a free leaves behind
+ * tells: pymalloc (objects up to 512 bytes) links the block into its pool's
+ * free list through the first word, ob_refcnt, which then is 0 or a pointer
+ * into the same arena (1 MiB at most); glibc writes its own links over the
+ * first two words, ob_type among them.  A live object's count is neither
+ * (an immortal one's is a small constant), and its type is the type object
+ * the interpreter exports.  So a code object must still have its type, and
+ * its name and file must look alive: the name of a code object freed from
+ * pymalloc with its strings intact is still shown. */
 #include "pyread.h"
 
 #include <errno.h>
@@ -19,6 +32,8 @@
 
 #define MAX_OBJ_BYTES (1u << 20) /* sanity bound on a line table */
 #define MAX_STR_LEN ((1ull << 62) / 4) /* a str's length cannot be more */
+#define OB_TYPE 8                      /* PyObject: ob_refcnt, then ob_type */
+#define ARENA_SPAN (1ull << 20)        /* pymalloc's largest arena */
 
 int mem_read(int pid, uint64_t addr, void *buf, size_t len)
 {
@@ -110,7 +125,22 @@ static bool memchr_high(const uint8_t *data, uint64_t len)
 	return false;
 }
 
-char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
+/* Is the object at addr, whose header is hdr, of type `type` and, when
+ * `alive`, not freed (see the top of this file)?  type 0: not checked. */
+static bool of_type(const uint8_t *hdr, uint64_t addr, uint64_t type, bool alive)
+{
+	uint64_t refcnt, ob_type;
+
+	if (!type)
+		return true;
+	memcpy(&refcnt, hdr, sizeof(refcnt));
+	memcpy(&ob_type, hdr + OB_TYPE, sizeof(ob_type));
+	if (ob_type != type)
+		return false;
+	return !alive || (refcnt && refcnt - addr + ARENA_SPAN >= 2 * ARENA_SPAN);
+}
+
+static char *read_str(int pid, uint64_t obj, const struct py_offsets *o, uint64_t type)
 {
 	uint8_t hdr[128];
 	uint64_t length, whole;
@@ -119,7 +149,8 @@ char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 	uint8_t *data;
 	char *s;
 
-	if (!obj || o->unicode_ascii_size > sizeof(hdr) || mem_read(pid, obj, hdr, o->unicode_ascii_size))
+	if (!obj || o->unicode_ascii_size > sizeof(hdr) || o->unicode_ascii_size < OB_TYPE + 8 ||
+	    mem_read(pid, obj, hdr, o->unicode_ascii_size) || !of_type(hdr, obj, type, true))
 		return NULL;
 	memcpy(&length, hdr + o->unicode_length, sizeof(length));
 	memcpy(&state, hdr + o->unicode_state, sizeof(state));
@@ -146,13 +177,23 @@ char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 	return s;
 }
 
-uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len)
+char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 {
+	return read_str(pid, obj, o, 0);
+}
+
+static uint8_t *read_bytes(int pid, uint64_t obj, const struct py_offsets *o, uint64_t type,
+			   size_t *len)
+{
+	uint8_t hdr[64];
 	int64_t size;
 	uint8_t *data;
 
-	if (!obj || mem_read(pid, obj + o->bytes_size, &size, sizeof(size)) || size < 0 ||
-	    size > MAX_OBJ_BYTES)
+	if (!obj || o->bytes_size + 8u > sizeof(hdr) || o->bytes_size < OB_TYPE + 8 ||
+	    mem_read(pid, obj, hdr, o->bytes_size + 8u) || !of_type(hdr, obj, type, true))
+		return NULL;
+	memcpy(&size, hdr + o->bytes_size, sizeof(size));
+	if (size < 0 || size > MAX_OBJ_BYTES)
 		return NULL;
 	data = malloc(size ? size : 1);
 	if (!data)
@@ -165,11 +206,16 @@ uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t 
 	return data;
 }
 
+uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len)
+{
+	return read_bytes(pid, obj, o, 0, len);
+}
+
 static size_t code_header_len(const struct py_offsets *o)
 {
 	uint16_t offs[] = { o->code_firstlineno, o->code_filename, o->code_name,
 			    o->code_qualname, o->code_linetable };
-	size_t m = 0;
+	size_t m = OB_TYPE + 8;
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
 		if (offs[i] != PYPERF_NO_OFFSET && offs[i] + 8u > m)
@@ -177,15 +223,20 @@ static size_t code_header_len(const struct py_offsets *o)
 	return m;
 }
 
-struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o)
+struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
+			 const struct py_types *t)
 {
+	static const struct py_types unchecked;
 	uint8_t hdr[512];
 	size_t hlen = code_header_len(o);
 	int32_t first;
 	struct func *f;
 	uint16_t name_off = o->code_qualname != PYPERF_NO_OFFSET ? o->code_qualname : o->code_name;
 
-	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen))
+	if (!t)
+		t = &unchecked;
+	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen) ||
+	    !of_type(hdr, code, t->code, false))
 		return NULL;
 	memcpy(&first, hdr + o->code_firstlineno, sizeof(first));
 	if (py_code_check((uint32_t)first, field_ptr(hdr, o->code_filename),
@@ -196,12 +247,11 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 		return NULL;
 	f->firstlineno = first;
 	f->lt_kind = o->linetable_kind;
-	f->name = pyread_str(pid, field_ptr(hdr, name_off), o);
-	f->file = pyread_str(pid, field_ptr(hdr, o->code_filename), o);
-	f->lt = pyread_bytes(pid, field_ptr(hdr, o->code_linetable), o, &f->lt_len);
-	/* a code object freed since the sample can still pass the check (its
-	 * memory keeps the old fields until reused) while its strings, freed
-	 * with it, now hold anything: an empty name or file is such a misread */
+	f->name = read_str(pid, field_ptr(hdr, name_off), o, t->str);
+	f->file = read_str(pid, field_ptr(hdr, o->code_filename), o, t->str);
+	f->lt = read_bytes(pid, field_ptr(hdr, o->code_linetable), o, t->bytes, &f->lt_len);
+	/* with no types to check, an empty name or file is the sign of a
+	 * freed code object's strings */
 	if (!f->name || !f->file || !f->name[0] || !f->file[0]) {
 		func_free(f);
 		return NULL;

@@ -16,6 +16,7 @@
 
 struct py_image {
 	struct py_offsets off;
+	struct py_types types;
 	uint32_t gen;
 	struct pyasync *async;       /* --async, once asyncio was found; NULL: none */
 };
@@ -64,6 +65,7 @@ int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *
 		}
 	}
 	im->off = py->off;
+	im->types = py->types;
 	im->gen = gen;
 	free(im->async); /* a new image: its asyncio is found afresh */
 	im->async = NULL;
@@ -176,7 +178,7 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 	if (fn)
 		return fn;
 	if (im && im->gen == gen)
-		fn = pyread_code(pid, f->code, f->check, &im->off);
+		fn = pyread_code(pid, f->code, f->check, &im->off, &im->types);
 	if (fn)
 		return profile_keep_func(p, pid, fn, &c) ? NULL : fn;
 	p->unresolved_frames++;

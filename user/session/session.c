@@ -358,8 +358,10 @@ static void classify(struct session *r, int pid)
 			return;
 		}
 		if (r->o->verbose)
-			fprintf(stderr, "pyperf-bpf: pid %d: Python %d.%d, %s, offsets from %s\n", pid,
-				py.major, py.minor, py.binary, py.debug_offsets ? "_Py_DebugOffsets" : "table");
+			fprintf(stderr, "pyperf-bpf: pid %d: Python %d.%d, %s, offsets from %s, %s\n",
+				pid, py.major, py.minor, py.binary,
+				py.debug_offsets ? "_Py_DebugOffsets" : "table",
+				py.types.code ? "object types checked" : "object types unknown");
 		adopt(r, &py);
 		return;
 	case PYPROC_GONE:
