@@ -1,13 +1,16 @@
 """Finding Python processes: whole-host mode picks up processes started during
-the run; 3.13+ processes are read through their own _Py_DebugOffsets."""
+the run; 3.13+ processes are read through their own _Py_DebugOffsets; code
+objects freed soon after their samples are named right or marked, never
+named from what their memory holds next."""
 import os
+import re
 import subprocess
 import time
 
 import pytest
 
-from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, names, parse_folded,
-                      supported_pythons, py_leaf)
+from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, FRAME_RE, names,
+                      parse_folded, record_workload, supported_pythons, py_leaf)
 
 
 @supported_pythons()
@@ -69,3 +72,32 @@ def test_whole_host_says_an_unsupported_interpreter_once(tmp_path):
     mine = [line for line in err.splitlines() if "unsupported Python" in line and
             any(f"pid {k.pid}:" in line for k in kids)]
     assert len(mine) == 1, err
+
+
+@supported_pythons()
+def test_short_lived_code_is_named_right_or_marked(python, tmp_path):
+    """gen_N runs in file <gen N> for ~1 ms, then its code object and strings
+    are freed.  The loader reads names after the sample, so some of them are
+    freed first: each must be shown as gen_N of <gen N> with the same N, or
+    as an unknown code object, never with a name or file now belonging to
+    something else."""
+    stacks, _, r = record_workload(python[0], tmp_path, "shortlived_code.py", "1.5",
+                                   extra=["-v"])
+    assert "object types checked" in r.stderr, r.stderr
+    right = wrong = marked = 0
+    for frames, count in stacks:
+        for f in frames:
+            m = FRAME_RE.match(f)
+            if f.startswith("<unknown code"):
+                marked += count
+            elif m and (re.fullmatch(r"gen_\d+", m.group("name")) or
+                        m.group("file").startswith("<gen")):
+                g = re.fullmatch(r"gen_(\d+)", m.group("name"))
+                if (g and m.group("file") == f"<gen {g.group(1)}>") or \
+                        (m.group("name") == "<module>" and re.fullmatch(r"<gen \d+>", m.group("file"))):
+                    right += count
+                else:
+                    wrong += count
+                    print("wrong:", f)
+    assert wrong == 0, (wrong, right, marked)
+    assert right > 2 * marked and right > 200, (right, marked)
