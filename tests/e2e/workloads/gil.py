@@ -1,13 +1,15 @@
 """GIL contention: two CPU-bound Python threads (spin_a, spin_b) and one
 thread compressing with zlib, which releases the GIL while it compresses
-(zlib_worker).  Usage: gil.py SECONDS OUT.json.  Each spinning thread holds
-the GIL about half of the time and waits for it the other half.  OUT gets,
-per spinning thread, two shares of its wall time (/proc/thread-self/
-schedstat): "slept", neither on a CPU nor waiting for one, which for a
-thread that never blocks otherwise is all GIL wait; and "off_cpu", not on
-a CPU, which adds the time it waited for a CPU, in the GIL hand-over or
-elsewhere.  Its GIL wait lies between the two."""
+(zlib_worker; random data, ~20 ms a call).  Usage: gil.py SECONDS OUT.json.
+Each spinning thread holds the GIL about half of the time and waits for it
+the other half.  OUT gets, per spinning thread, two shares of its wall time
+(/proc/thread-self/schedstat): "slept", neither on a CPU nor waiting for
+one, which for a thread that never blocks otherwise is all GIL wait; and
+"off_cpu", not on a CPU, which adds the time it waited for a CPU, in the GIL
+hand-over or elsewhere.  Its GIL wait lies between the two.  Each of the
+three threads also gets "cpu_s", its own CPU time."""
 import json
+import os
 import sys
 import threading
 import time
@@ -29,7 +31,7 @@ def spin(end, out, name):
     wall = (time.perf_counter() - t0) * 1e9
     run, wait = schedstat()
     out[name] = {"slept": (wall - (run - run0) - (wait - wait0)) / wall,
-                 "off_cpu": (wall - (run - run0)) / wall}
+                 "off_cpu": (wall - (run - run0)) / wall, "cpu_s": (run - run0) / 1e9}
 
 
 def spin_a(end, out):
@@ -41,9 +43,12 @@ def spin_b(end, out):
 
 
 def zlib_worker(end, out):
-    data = bytes(range(256)) * 4096
+    # 256 KiB apart, farther than zlib looks back: nothing to match
+    data = os.urandom(1 << 18) * 4
+    run0, _ = schedstat()
     while time.monotonic() < end:
         zlib.compress(data, 9)
+    out["zlib_worker"] = {"cpu_s": (schedstat()[0] - run0) / 1e9}
 
 
 def main():
