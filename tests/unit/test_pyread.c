@@ -89,6 +89,7 @@ struct fake_code {
 };
 
 static const char type_objects[3]; /* their addresses stand for the types */
+static const struct py_types unknown;
 static const struct py_types types = { (uint64_t)(uintptr_t)&type_objects[0],
 				       (uint64_t)(uintptr_t)&type_objects[1],
 				       (uint64_t)(uintptr_t)&type_objects[2] };
@@ -157,7 +158,7 @@ static void freed_code_objects_are_not_named_from_freed_strings(void **state)
 	check_named(c, o, check, &types, true);
 	c->name[0] = 0; /* its name freed with it */
 	check_named(c, o, check, &types, false);
-	check_named(c, o, check, NULL, true); /* types unknown: not checked */
+	check_named(c, o, check, &unknown, true); /* types unknown: not checked */
 	c->name[0] = name + 512;
 	check_named(c, o, check, &types, false);
 	c->name[0] = name - 4096;

@@ -16,7 +16,6 @@
 
 /* object layouts that have not changed from 3.12 to 3.15 (Include/object.h,
  * the cpython/ headers); the rest comes from the process */
-#define OB_TYPE 8                /* PyObject.ob_type */
 #define TP_NAME 24               /* PyTypeObject.tp_name */
 #define TP_BASICSIZE 32          /* PyTypeObject.tp_basicsize */
 #define VAR_SIZE 16              /* PyVarObject.ob_size */
@@ -54,7 +53,7 @@ static int rd_u8(int pid, uint64_t addr)
 /* the name of obj's type ("" when unreadable) */
 static void type_name(int pid, uint64_t obj, char *out, size_t len)
 {
-	uint64_t name = rd(pid, rd(pid, obj + OB_TYPE) + TP_NAME);
+	uint64_t name = rd(pid, rd(pid, obj + PY_OB_TYPE) + TP_NAME);
 
 	out[0] = 0;
 	if (name && mem_read(pid, name, out, len - 1) == 0)
@@ -346,7 +345,8 @@ int pyasync_task_waits(int pid, const struct pyasync *a, uint64_t task, struct p
 		       int max)
 {
 	const struct py_offsets *o = &a->off;
-	uint64_t coro = pyasync_task_coro(pid, a, task), ctype = coro ? rd(pid, coro + OB_TYPE) : 0;
+	uint64_t coro = pyasync_task_coro(pid, a, task);
+	uint64_t ctype = coro ? rd(pid, coro + PY_OB_TYPE) : 0;
 	uint32_t st = 9;
 	int n = 0;
 
@@ -372,14 +372,14 @@ int pyasync_task_waits(int pid, const struct pyasync *a, uint64_t task, struct p
 		/* not started yet (its stack is empty: the top slot would be a
 		 * local), or a generator-based coroutine (it may have yielded
 		 * with an empty stack): the innermost frame */
-		if (instr == 0 || instr >= 0x7fff0000u || rd(pid, coro + OB_TYPE) != ctype)
+		if (instr == 0 || instr >= 0x7fff0000u || rd(pid, coro + PY_OB_TYPE) != ctype)
 			break;
 		next = stack_top(pid, o, frame);
 		if (!next || next == coro)
 			break;
 		/* it awaits another coroutine, or a generator-based one
 		 * (asyncio.sleep(0)); a future or task ends the chain */
-		if (rd(pid, next + OB_TYPE) != ctype && !type_is(pid, next, "generator"))
+		if (rd(pid, next + PY_OB_TYPE) != ctype && !type_is(pid, next, "generator"))
 			break;
 		coro = next;
 	}
@@ -460,7 +460,7 @@ static uint64_t attr_find(int pid, const struct pyasync *a, uint64_t obj, int ma
 	else if (d)
 		return dict_find(pid, d, fn, ctx);
 	else if (a->minor >= 13)
-		values = obj + rd(pid, rd(pid, obj + OB_TYPE) + TP_BASICSIZE) + 8;
+		values = obj + rd(pid, rd(pid, obj + PY_OB_TYPE) + TP_BASICSIZE) + 8;
 	for (int i = 0; values && i < max; i++) {
 		uint64_t v = rd(pid, values + 8 * (uint64_t)i);
 

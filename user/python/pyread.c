@@ -32,7 +32,6 @@
 
 #define MAX_OBJ_BYTES (1u << 20) /* sanity bound on a line table */
 #define MAX_STR_LEN ((1ull << 62) / 4) /* a str's length cannot be more */
-#define OB_TYPE 8                      /* PyObject: ob_refcnt, then ob_type */
 #define ARENA_SPAN (1ull << 20)        /* pymalloc's largest arena */
 
 int mem_read(int pid, uint64_t addr, void *buf, size_t len)
@@ -134,7 +133,7 @@ static bool of_type(const uint8_t *hdr, uint64_t addr, uint64_t type, bool alive
 	if (!type)
 		return true;
 	memcpy(&refcnt, hdr, sizeof(refcnt));
-	memcpy(&ob_type, hdr + OB_TYPE, sizeof(ob_type));
+	memcpy(&ob_type, hdr + PY_OB_TYPE, sizeof(ob_type));
 	if (ob_type != type)
 		return false;
 	return !alive || (refcnt && refcnt - addr + ARENA_SPAN >= 2 * ARENA_SPAN);
@@ -149,7 +148,7 @@ static char *read_str(int pid, uint64_t obj, const struct py_offsets *o, uint64_
 	uint8_t *data;
 	char *s;
 
-	if (!obj || o->unicode_ascii_size > sizeof(hdr) || o->unicode_ascii_size < OB_TYPE + 8 ||
+	if (!obj || o->unicode_ascii_size > sizeof(hdr) || o->unicode_ascii_size < PY_OB_TYPE + 8 ||
 	    mem_read(pid, obj, hdr, o->unicode_ascii_size) || !of_type(hdr, obj, type, true))
 		return NULL;
 	memcpy(&length, hdr + o->unicode_length, sizeof(length));
@@ -189,7 +188,7 @@ static uint8_t *read_bytes(int pid, uint64_t obj, const struct py_offsets *o, ui
 	int64_t size;
 	uint8_t *data;
 
-	if (!obj || o->bytes_size + 8u > sizeof(hdr) || o->bytes_size < OB_TYPE + 8 ||
+	if (!obj || o->bytes_size + 8u > sizeof(hdr) || o->bytes_size < PY_OB_TYPE + 8 ||
 	    mem_read(pid, obj, hdr, o->bytes_size + 8u) || !of_type(hdr, obj, type, true))
 		return NULL;
 	memcpy(&size, hdr + o->bytes_size, sizeof(size));
@@ -215,7 +214,7 @@ static size_t code_header_len(const struct py_offsets *o)
 {
 	uint16_t offs[] = { o->code_firstlineno, o->code_filename, o->code_name,
 			    o->code_qualname, o->code_linetable };
-	size_t m = OB_TYPE + 8;
+	size_t m = PY_OB_TYPE + 8;
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
 		if (offs[i] != PYPERF_NO_OFFSET && offs[i] + 8u > m)
@@ -226,15 +225,12 @@ static size_t code_header_len(const struct py_offsets *o)
 struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
 			 const struct py_types *t)
 {
-	static const struct py_types unchecked;
 	uint8_t hdr[512];
 	size_t hlen = code_header_len(o);
 	int32_t first;
 	struct func *f;
 	uint16_t name_off = o->code_qualname != PYPERF_NO_OFFSET ? o->code_qualname : o->code_name;
 
-	if (!t)
-		t = &unchecked;
 	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen) ||
 	    !of_type(hdr, code, t->code, false))
 		return NULL;

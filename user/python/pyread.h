@@ -9,6 +9,10 @@
 #include "frame.h"
 #include "pyperf.h"
 
+/* Where a PyObject's ob_type lies: after ob_refcnt, in every supported
+ * (default, not free-threaded) build. */
+#define PY_OB_TYPE 8
+
 /* Copy len bytes at addr in pid; 0, or -errno. */
 int mem_read(int pid, uint64_t addr, void *buf, size_t len);
 /* The UTF-8 of str object obj (malloc'd), or NULL if it is not one; a str
@@ -17,8 +21,8 @@ int mem_read(int pid, uint64_t addr, void *buf, size_t len);
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o);
 /* A bytes object's contents (malloc'd, *len set), or NULL. */
 uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len);
-/* Where the target's type objects for code, str and bytes lie (0: not known,
- * not checked).  A freed object keeps its fields until its memory is reused,
+/* Where the target's type objects for code, str and bytes lie (all 0: not
+ * known, not checked).  A freed object keeps its fields until its memory is reused,
  * so a code object read after the sample that saw it may pass its check:
  * its type and reference count tell a freed one (see pyread.c). */
 struct py_types {
@@ -27,7 +31,7 @@ struct py_types {
 
 /* The code object at `code` whose py_code_check() is `check`, or NULL when it
  * cannot be read or is no longer that code object (nor its name, file or line
- * table objects of their types, when t says which those are; t may be NULL). */
+ * table objects of their types, when t says which those are). */
 struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
 			 const struct py_types *t);
 
