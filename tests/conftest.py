@@ -69,19 +69,58 @@ def supported_pythons():
     return pytest.mark.parametrize("python", SUPPORTED, ids=[python_id(p) for p in SUPPORTED])
 
 
+def _has_symtab(path):
+    r = subprocess.run(["readelf", "-S", "--wide", path], capture_output=True, text=True)
+    return " .symtab " in r.stdout
+
+
+def _stripped(path):
+    """Does nothing of the interpreter (the executable, its libpython) carry
+    a .symtab?  Then only a debug package names its static functions."""
+    real = os.path.realpath(path)
+    libs = re.findall(r"=> (\S*libpython\S*)", subprocess.run(
+        ["ldd", real], capture_output=True, text=True).stdout)
+    return not any(_has_symtab(f) for f in [real] + libs)
+
+
+# Debug files are searched here and nowhere else: the run sees a stripped
+# interpreter as a user without its -dbg package does
+NO_DEBUG_FILES = {"PYPERF_DEBUGINFO_PATH": "/nonexistent"}
+STRIPPED = [p for p in SUPPORTED if _stripped(p[0])]
+
+
+def merged_pythons():
+    """Every supported interpreter, and each stripped one (Debian's) a second
+    time with its debug files out of reach (id ...-nodbg): users rarely
+    install -dbg packages.  A parameter is (path, version) or (path, version,
+    environment to add); pyperf_env() gives the run's environment."""
+    params = [pytest.param(p, id=python_id(p)) for p in SUPPORTED]
+    params += [pytest.param((p[0], p[1], NO_DEBUG_FILES), id=python_id(p) + "-nodbg")
+               for p in STRIPPED]
+    return pytest.mark.parametrize("python", params)
+
+
+def pyperf_env(python):
+    """The environment to run the profiler in for a parameter of
+    merged_pythons() (None: this one's own)."""
+    return {**os.environ, **python[2]} if len(python) > 2 else None
+
+
 def run_pyperf(args, timeout=120, **kw):
     return subprocess.run([PYPERF] + list(args), capture_output=True, text=True,
                           timeout=timeout, **kw)
 
 
-def record_workload(python, tmp_path, script, *args, hz=999, also=(), extra=(), pyflags=()):
+def record_workload(python, tmp_path, script, *args, hz=999, also=(), extra=(), pyflags=(),
+                    env=None):
     """Record `python [pyflags] workloads/script args` to tmp_path/p.folded and
     one more file per suffix in `also` (p.svg, p.pb.gz, ...); returns (folded
     stacks, [those paths], the finished run).  The run must succeed."""
     folded = tmp_path / "p.folded"
     outs = [tmp_path / f"p{suffix}" for suffix in also]
     r = run_pyperf(["-F", str(hz), "-o", str(folded)] + [a for o in outs for a in ("-o", str(o))] +
-                   list(extra) + ["--", python, *pyflags, os.path.join(WORKLOADS, script), *args])
+                   list(extra) + ["--", python, *pyflags, os.path.join(WORKLOADS, script), *args],
+                   env=env)
     assert r.returncode == 0, r.stderr
     return parse_folded(folded.read_text()), outs, r
 

@@ -10,12 +10,13 @@ import subprocess
 import pytest
 
 from conftest import (PENDING, SUPPORTED, WORKLOADS, all_names, count_pending, func_name,
-                      is_kernel, is_native, is_python, names, parse_folded, python_id, record_workload,
-                      run_pyperf, supported_pythons)
+                      is_kernel, is_native, is_python, merged_pythons, names, parse_folded,
+                      pyperf_env, python_id, record_workload, run_pyperf, supported_pythons)
 
 
-def record(python, tmp_path, script, *args, extra=(), pyflags=()):
-    stacks, _, r = record_workload(python, tmp_path, script, *args, extra=extra, pyflags=pyflags)
+def record(python, tmp_path, script, *args, extra=(), pyflags=(), env=None):
+    stacks, _, r = record_workload(python, tmp_path, script, *args, extra=extra, pyflags=pyflags,
+                                   env=env)
     return stacks, r
 
 
@@ -24,10 +25,11 @@ def binary(frame):
     return frame[frame.rindex("(") + 1:-1] if frame.endswith(")") else ""
 
 
-@supported_pythons()
+@merged_pythons()
 def test_ctypes_callback_from_qsort_is_merged_in_order(python, tmp_path):
-    """Python sort_many -> libc qsort -> ctypes callback -> Python compare."""
-    stacks, r = record(python[0], tmp_path, "qsort_cb.py", "3")
+    """Python sort_many -> libc qsort -> ctypes callback -> Python compare;
+    also with a stripped interpreter's debug files out of reach."""
+    stacks, r = record(python[0], tmp_path, "qsort_cb.py", "3", env=pyperf_env(python))
     in_compare = ordered = pending = 0
     bad = []
     for frames, count in stacks:
@@ -101,12 +103,13 @@ def test_native_frames_below_the_outermost_python_frame(python, tmp_path):
     assert spin_rooted >= 0.9 * spin_total, f"{spin_rooted} of {spin_total}"
 
 
-@supported_pythons()
+@merged_pythons()
 def test_merged_split_keeps_the_python_chain_unbroken(python, tmp_path):
     """On pure Python code the merge leaves no marker and no eval-loop frame:
-    every sample of the split workload merges completely."""
+    every sample of the split workload merges completely, also with a
+    stripped interpreter's debug files out of reach."""
     truth = tmp_path / "truth.json"
-    stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth))
+    stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth), env=pyperf_env(python))
     total = sum(c for _, c in stacks)
     marked = sum(c for f, c in stacks
                  if PENDING not in f and any(x.startswith("[") for x in all_names(f)))

@@ -186,9 +186,9 @@ static void expect_fallback(struct nsym_bin *b, uint64_t addr)
 	assert_u64_equal(start, addr, want);
 }
 
-/* The debug file of `path` under /usr/lib/debug/.build-id, by readelf -n;
- * 0 if it exists. */
-static int build_id_debug_file(const char *path, char *out, size_t len)
+/* The debug file of `path` under ROOT/.build-id, by readelf -n; 0 if it
+ * exists. */
+static int debug_file_under(const char *root, const char *path, char *out, size_t len)
 {
 	char cmd[512], line[512], id[128] = "";
 	FILE *p;
@@ -201,8 +201,14 @@ static int build_id_debug_file(const char *path, char *out, size_t len)
 	pclose(p);
 	if (strlen(id) < 3)
 		return -1;
-	snprintf(out, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
+	snprintf(out, len, "%s/.build-id/%.2s/%s.debug", root, id, id + 2);
 	return access(out, R_OK);
+}
+
+/* the one under /usr/lib/debug */
+static int build_id_debug_file(const char *path, char *out, size_t len)
+{
+	return debug_file_under("/usr/lib/debug", path, out, len);
 }
 
 static char tmpdir[64];
@@ -293,6 +299,52 @@ static void stripped_binary_does_not_borrow_names(void **state)
 	assert_int_equal(nsym_has_debug_file(b), 0);
 	nsym_close(b);
 	free(dyn.v);
+}
+
+/* 2c. Debian's stripped interpreters without their debug files: gcc split
+ * the eval loop, and the part .symtab alone calls
+ * _PyEval_EvalFrameDefault.cold (in 3.14 and 3.15 the part that runs the
+ * opcodes) is still found, over exactly the range the debug file gives it,
+ * from .dynsym's _PyEval_EvalFrameDefault, its jumps and .eh_frame. */
+static void eval_loop_parts_without_debug_file(void **state)
+{
+	static const char *const pythons[][2] = {
+		{ PY311, "/usr/lib/debug" },
+		{ "/opt/pyperf-sid/usr/bin/python3.14", "/opt/pyperf-sid/usr/lib/debug" },
+		{ "/opt/pyperf-sid/usr/bin/python3.15", "/opt/pyperf-sid/usr/lib/debug" },
+	};
+	const char *saved = debuginfo_path;
+	size_t checked = 0;
+
+	for (size_t i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++) {
+		const struct nmsym *cold;
+		struct nsym_bin *b;
+		struct nmsym part;
+		struct nmlist dbg;
+		char debug[512];
+
+		if (access(pythons[i][0], X_OK) ||
+		    debug_file_under(pythons[i][1], pythons[i][0], debug, sizeof(debug))) {
+			printf("  %s: skipped: no debug file to check against (scripts/setup --test-deps)\n",
+			       pythons[i][0]);
+			continue;
+		}
+		dbg = nm_list("", debug);
+		if (!(cold = nm_find(&dbg, "_PyEval_EvalFrameDefault.cold")))
+			fail_msg("%s: no _PyEval_EvalFrameDefault.cold in %s", pythons[i][0], debug);
+		debuginfo_path = "/nonexistent";
+		b = open_bin(pythons[i][0]);
+		debuginfo_path = saved;
+		part = *cold;
+		snprintf(part.name, sizeof(part.name), "_PyEval_EvalFrameDefault.part");
+		expect_function(b, &part, "_PyEval_EvalFrameDefault.part");
+		assert_int_equal(nsym_has_debug_file(b), 0);
+		nsym_close(b);
+		free(dbg.v);
+		checked++;
+	}
+	if (!checked)
+		skip();
 }
 
 /* 2b. with python3.11-dbg's file under /usr/lib/debug/.build-id: static
@@ -666,6 +718,7 @@ int main(void)
 		cmocka_unit_test(libc_exported_functions),
 		cmocka_unit_test(stripped_binary_does_not_borrow_names),
 		cmocka_unit_test(stripped_binary_with_build_id_debug_file),
+		cmocka_unit_test(eval_loop_parts_without_debug_file),
 		cmocka_unit_test(debuglink_file_next_to_binary),
 		cmocka_unit_test(minidebuginfo),
 		cmocka_unit_test(libpython_functions),

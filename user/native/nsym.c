@@ -17,6 +17,7 @@
  * cache answers repeated addresses. */
 #include "nsym.h"
 #include "errmsg.h"
+#include "evalparts.h"
 #include "hmap.h"
 
 #include <elf.h>
@@ -428,6 +429,47 @@ static bool build_index(struct nsym_bin *b)
 	return true;
 }
 
+static const char EVAL_LOOP[] = "_PyEval_EvalFrameDefault";
+static const char EVAL_PART[] = "_PyEval_EvalFrameDefault.part";
+
+static int starts_function(void *ctx, uint64_t addr)
+{
+	const struct nsym_bin *b = ctx;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].start == addr && !(b->v[i].flags & F_PLT))
+			return 1;
+	return 0;
+}
+
+/* The eval loop's split parts that no symbol names (a stripped interpreter:
+ * evalparts.h) get a symbol of their own, EVAL_PART, so that their frames
+ * are the eval loop's.  A part that any symbol covers keeps that name. */
+static void add_eval_parts(struct nsym_bin *b, Elf *elf)
+{
+	struct evalpart parts[8];
+	const struct fsym *loop = NULL;
+	size_t n;
+
+	for (size_t i = 0; i < b->n && !loop; i++)
+		if (b->v[i].size && !(b->v[i].flags & F_PLT) &&
+		    !strncmp(b->v[i].name, EVAL_LOOP, sizeof(EVAL_LOOP) - 1) &&
+		    (!b->v[i].name[sizeof(EVAL_LOOP) - 1] || b->v[i].name[sizeof(EVAL_LOOP) - 1] == '@'))
+			loop = &b->v[i];
+	if (!loop)
+		return;
+	n = evalparts_find(elf, loop->start, fend(loop), starts_function, b, parts, 8);
+	for (size_t k = 0; k < n; k++) {
+		bool covered = false;
+
+		for (size_t i = 0; i < b->n && !covered; i++)
+			covered = b->v[i].start <= parts[k].start && parts[k].start < fend(&b->v[i]);
+		if (!covered && !add_sym(b, parts[k].start, parts[k].end - parts[k].start, EVAL_PART,
+					 1u << 13, 0))
+			return;
+	}
+}
+
 /* Copy the function symbols once. */
 static void load(struct nsym_bin *b)
 {
@@ -471,6 +513,7 @@ static void load(struct nsym_bin *b)
 			break;
 	}
 	add_plt(b, elf);
+	add_eval_parts(b, elf);
 	if (b->n)
 		qsort(b->v, b->n, sizeof(*b->v), cmp_fsym);
 	if (!build_index(b)) {

@@ -1532,6 +1532,37 @@ out:
 	return ret;
 }
 
+int unwind_fde_ranges(Elf *elf, const uint64_t *pcs, size_t n, struct fde_range *out)
+{
+	struct cfi_section eh = { .eh = true };
+	struct unwind_table counts = { 0 };
+	Elf_Scn *eh_scn, *dbg_scn;
+	GElf_Shdr eh_shdr = { 0 };
+	Elf_Data *d;
+	char err[8];
+	int ret = -1;
+
+	memset(out, 0, n * sizeof(*out));
+	if (find_sections(elf, &eh_scn, &eh_shdr, &dbg_scn, "", err, sizeof(err)) != 0 ||
+	    !(d = section_data(eh_scn)))
+		return -1;
+	eh.buf = d->d_buf;
+	eh.size = d->d_size;
+	eh.addr = eh_shdr.sh_addr;
+	if (collect_fdes(&eh, &counts) == 0) {
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < eh.nfdes; k++)
+				if (eh.fdes[k].lo <= pcs[i] && pcs[i] < eh.fdes[k].hi) {
+					out[i].lo = eh.fdes[k].lo;
+					out[i].hi = eh.fdes[k].hi;
+					break;
+				}
+		ret = 0;
+	}
+	section_free(&eh);
+	return ret;
+}
+
 void unwind_table_free(struct unwind_table *t)
 {
 	if (!t)

@@ -19,6 +19,7 @@
 #ifndef PYPERF_UNWIND_TABLE_H
 #define PYPERF_UNWIND_TABLE_H
 
+#include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,15 @@ struct unwind_table {
  * On error *out is left empty (safe to pass to unwind_table_free). */
 int unwind_table_build(int fd, const char *name, struct unwind_table *out,
 		       char *err, size_t errlen);
+
+struct fde_range {
+	uint64_t lo, hi;          /* [lo, hi); both 0: no FDE */
+};
+
+/* For each of pcs[0..n), the range of the .eh_frame FDE of `elf` that holds
+ * it (the first one, in section order), into out[0..n).  Returns 0, or -1
+ * when the file has no readable .eh_frame or memory ran out. */
+int unwind_fde_ranges(Elf *elf, const uint64_t *pcs, size_t n, struct fde_range *out);
 
 /* Free the rows and reset *t to empty. */
 void unwind_table_free(struct unwind_table *t);
