@@ -77,3 +77,34 @@ def test_without_debug_file_exported_symbols_still_name_frames(debian_python, tm
     assert named <= exported, f"non-exported names without debug info: {named - exported}"
     # static functions show as python3.11+0xOFFSET, never as a wrong name
     assert any(n.startswith("python3.11+0x") for n in names), sorted(names)
+
+
+def test_plt_stub_frames_are_named_after_their_own_stub(tmp_path):
+    """A loop that calls labs() and abs() through its library's PLT: samples
+    in a stub are named after that stub (labs@plt, abs@plt), under the loop
+    that calls it.  The linker's one FDE covers every stub of .plt, and
+    keying a leaf by its CFI row once named them all after the first stub.
+    One interpreter: what is checked is native code."""
+    lib = tmp_path / "libplt_loop.so"
+    r = subprocess.run(["cc", "-O1", "-fno-builtin", "-shared", "-fPIC", "-o", str(lib),
+                        os.path.join(WORKLOADS, "plt_loop.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "p.folded"
+    r = run_pyperf(["-F", "999", "-o", str(out), "--", DEBIAN_PY,
+                    os.path.join(WORKLOADS, "plt_loop.py"), str(lib), "2"])
+    assert r.returncode == 0, r.stderr
+    stubs, spin = {}, 0
+    for frames, count in parse_folded(out.read_text()):
+        fn = [func_name(f) for f in frames]
+        if "plt_spin" not in fn:
+            continue
+        spin += count
+        if fn[-1].endswith("@plt"):
+            # the stub's caller is the loop, the only code here that calls one
+            assert fn[-2] == "plt_spin", (frames, count)
+            stubs[fn[-1]] = stubs.get(fn[-1], 0) + count
+    assert spin > 1000, r.stderr
+    assert set(stubs) <= {"labs@plt", "abs@plt"}, stubs
+    # the two stubs take about the same time: each is seen
+    assert stubs.get("labs@plt", 0) >= 0.01 * spin and stubs.get("abs@plt", 0) >= 0.01 * spin, \
+        (stubs, spin)

@@ -788,23 +788,67 @@ static void test_page_index(void **state)
 
 /* The PLT stubs of libz are CFA_PLT rows, and the table has the documented
  * shape for them (PLT0 pushes, then the expression). */
+/* Every entry of the PLT sections of `path` (readelf -SW: .plt and
+ * .plt.sec in 16-byte entries, .plt.got in its entsize) starts a row of
+ * t, with the rule of the row before it: a leaf frame in a stub is keyed
+ * by that stub, not by the first one.  Returns the entries checked. */
+static size_t expect_row_per_stub(const char *path, const struct unwind_table *t)
+{
+	char cmd[512], line[512], name[64];
+	unsigned long long addr, off, size, es;
+	size_t checked = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "readelf -SW '%s'", path);
+	assert_non_null(p = popen(cmd, "r"));
+	while (fgets(line, sizeof(line), p)) {
+		char *b = strchr(line, ']');
+
+		if (!b || sscanf(b + 1, " %63s PROGBITS %llx %llx %llx %llx", name, &addr, &off, &size,
+				 &es) != 5 ||
+		    (strcmp(name, ".plt") && strcmp(name, ".plt.sec") && strcmp(name, ".plt.got")))
+			continue;
+		if (es != 8 && es != 16)
+			es = strcmp(name, ".plt.got") ? 16 : 8;
+		for (unsigned long long a = addr; a < addr + size; a += es) {
+			long i = unwind_table_find(t, a);
+
+			if (i < 0 || t->rows[i].pc != a)
+				fail_msg("%s: %s entry %#llx starts no row (row %ld at %#x)", path, name,
+					 a, i, i < 0 ? 0 : t->rows[i].pc);
+			checked++;
+		}
+	}
+	pclose(p);
+	return checked;
+}
+
 static void test_plt_rows(void **state)
 {
-	struct unwind_table t = { 0 };
-	size_t plt = 0;
+	static const char *const bins[] = { LIBZ, LIBPY312, PY311 };
+	size_t plt = 0, stubs = 0;
 
 	(void)state;
 	if (access(LIBZ, R_OK) != 0)
 		skip();
-	build_table(LIBZ, &t, NULL);
-	for (size_t i = 0; i < t.n; i++)
-		if (t.rows[i].cfa_kind == CFA_PLT) {
-			plt++;
-			assert_true(t.rows[i].cfa_off >= 0 && t.rows[i].cfa_off < 16);
-		}
-	unwind_table_free(&t);
+	for (size_t k = 0; k < sizeof(bins) / sizeof(bins[0]); k++) {
+		struct unwind_table t = { 0 };
+
+		if (access(bins[k], R_OK) != 0)
+			continue;
+		build_table(bins[k], &t, NULL);
+		for (size_t i = 0; i < t.n; i++)
+			if (t.rows[i].cfa_kind == CFA_PLT) {
+				plt++;
+				assert_true(t.rows[i].cfa_off >= 0 && t.rows[i].cfa_off < 16);
+			}
+		stubs += expect_row_per_stub(bins[k], &t);
+		unwind_table_free(&t);
+	}
+	printf("  %zu PLT entries each start a row\n", stubs);
 	if (plt == 0)
 		fail_msg("%s: no CFA_PLT row", LIBZ);
+	assert_true(stubs > 100);
 }
 
 /* ---- edge cases -------------------------------------------------------- */

@@ -27,6 +27,7 @@
  *     that fall in it, its first row restarted at the piece's start; after
  *     a piece, unless the next piece starts right there, a CFA_NONE row
  *     marks the gap.  Rows come out in pc order, so no sort is needed.
+ *  4. PLT sections: a row starts at every stub (split_plt_rows).
  *
  * The state the interpreter keeps is only what the rows need: the CFA rule
  * and the rules of rbp (column 6) and the return address (column 16).
@@ -1415,6 +1416,74 @@ static int find_sections(Elf *elf, Elf_Scn **eh, GElf_Shdr *eh_shdr,
 	return 0;
 }
 
+/* ---- step 4: a row per PLT stub ----------------------------------------- */
+
+/* The linker gives a PLT section one FDE whose last row covers every stub;
+ * the sampler keys a leaf frame by its row, so all stubs would be named
+ * after the first.  Each stub gets a row of its own (the same rule):
+ * rows starting at every entry of .plt, .plt.sec and .plt.got. */
+static bool split_plt_rows(Elf *elf, struct row_vec *rows)
+{
+	struct row_vec out = { 0 };
+	uint64_t lo[8], hi[8], esz[8];
+	size_t shstrndx, nplt = 0;
+	Elf_Scn *scn = NULL;
+
+	if (!rows->n || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return true;
+	while ((scn = elf_nextscn(elf, scn)) != NULL && nplt < 8) {
+		GElf_Shdr sh;
+		const char *sname;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_addr + sh.sh_size > UINT32_MAX ||
+		    !(sname = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    (strcmp(sname, ".plt") && strcmp(sname, ".plt.sec") && strcmp(sname, ".plt.got")))
+			continue;
+		/* kept in address order: the rows come out in pc order */
+		size_t at = nplt++;
+
+		for (; at > 0 && lo[at - 1] > sh.sh_addr; at--) {
+			lo[at] = lo[at - 1];
+			hi[at] = hi[at - 1];
+			esz[at] = esz[at - 1];
+		}
+		lo[at] = sh.sh_addr;
+		hi[at] = sh.sh_addr + sh.sh_size;
+		esz[at] = sh.sh_entsize == 8 || sh.sh_entsize == 16 ? sh.sh_entsize :
+			  !strcmp(sname, ".plt.got") ? 8 : 16;
+	}
+	if (!nplt)
+		return true;
+	for (size_t i = 0; i < rows->n; i++) {
+		const struct unwind_row *r = &rows->v[i];
+		uint64_t next = i + 1 < rows->n ? rows->v[i + 1].pc : UINT32_MAX;
+
+		if (!push_row(&out, r))
+			goto nomem;
+		if (r->cfa_kind == CFA_NONE)
+			continue;
+		for (size_t k = 0; k < nplt; k++) {
+			/* the entries of section k after r's start and before the next row */
+			uint64_t a = r->pc < lo[k] ? lo[k] : lo[k] + ((r->pc - lo[k]) / esz[k] + 1) * esz[k];
+
+			for (; a < hi[k] && a < next; a += esz[k]) {
+				struct unwind_row split = *r;
+
+				split.pc = (uint32_t)a;
+				if (!push_row(&out, &split))
+					goto nomem;
+			}
+		}
+	}
+	free(rows->v);
+	*rows = out;
+	return true;
+nomem:
+	free(out.v);
+	return false;
+}
+
 /* Section data, or NULL when empty or unreadable. */
 static Elf_Data *section_data(Elf_Scn *scn)
 {
@@ -1496,8 +1565,8 @@ int unwind_table_build(int fd, const char *name, struct unwind_table *out,
 	    !merge_pieces(&eh_p, &dbg_p, &all))
 		goto nomem;
 
-	/* step 3 */
-	if (!build_rows(&eh, &dbg, &all, &rows))
+	/* step 3, then 4 */
+	if (!build_rows(&eh, &dbg, &all, &rows) || !split_plt_rows(elf, &rows))
 		goto nomem;
 	m = rows.n;
 	for (size_t i = 0; i < m; i++)

@@ -58,7 +58,8 @@ struct unwind_table {
  * the one starting first wins (the others keep what lies beyond it).
  * Consecutive rows with identical rules are merged, except that every FDE
  * keeps a row at its start: a row never spans two functions (the sampler
- * keys a leaf frame by its row).
+ * keys a leaf frame by its row); for the same reason every stub of .plt,
+ * .plt.sec and .plt.got starts a row.
  *
  * Returns 0 (a file without any CFI gives n = 0), or -1 with a message for
  * a file that is not a readable x86-64 ELF file or on memory exhaustion.
