@@ -589,7 +589,7 @@ int native_init(struct native *n, const struct native_store *store, uint64_t cap
 	return 0;
 }
 
-static void stop_worker(struct native *n)
+void native_stop(struct native *n)
 {
 	struct native_worker *w = n->w;
 
@@ -619,7 +619,7 @@ static void stop_worker(struct native *n)
 
 void native_free(struct native *n)
 {
-	stop_worker(n);
+	native_stop(n);
 	hmap_free(&n->procs, free_proc);
 	hmap_free(&n->pcs, NULL);
 	hmap_free(&n->strays, NULL);

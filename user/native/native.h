@@ -93,6 +93,9 @@ struct native {
  * (cannot start the worker). */
 int native_init(struct native *n, const struct native_store *store, uint64_t cap,
 		bool threaded);
+/* Stop the worker threads (a job they build uses the store, which must
+ * outlive them); native_free does it too.  Idempotent. */
+void native_stop(struct native *n);
 void native_free(struct native *n);
 
 /* A sample needed table `table` (native_mapping.table): build it unless it

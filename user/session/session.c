@@ -900,6 +900,8 @@ out:
 		close(go);
 	if (errfd >= 0)
 		close(errfd);
+	/* a table being built goes into the sampler's maps: the builders first */
+	native_stop(&r.nat);
 	sampler_close(r.s);
 	profile_free(&r.prof);
 	naming_free(&r.names);
