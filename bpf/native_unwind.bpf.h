@@ -13,8 +13,8 @@
  * (binary search in the process's native_maps), then the row for pc in that
  * binary's table (binary search in its rows array), compute the CFA, read the
  * return address at CFA - 8 and, if the row says so, the caller's rbp.
- * Mappings without CFI (JIT code such as perf trampolines) are followed by
- * frame pointers. */
+ * Mappings without CFI (JIT code) are followed by frame pointers or left by
+ * a scan of the stack (below). */
 
 struct native_walk {
 	struct scratch *s;
@@ -165,6 +165,10 @@ static __always_inline bool request_maps(__u32 tgid, __u64 pc)
 
 static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc)
 {
+	if (VLOAD(u->s->scan_mark)) {
+		VSTORE(u->s->scan_mark, 0);
+		pc |= NATIVE_PC_SCANNED;
+	}
 	u->s->ev.native[n & (PYPERF_MAX_NATIVE - 1)] = pc;
 	u->s->ev.nnative = n + 1;
 	u->hash = mix(u->hash, pc);
@@ -192,6 +196,135 @@ static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
  * the scratch map's window */
 #define UNWIND_READ(ctx, addr, dst) stack_word((struct scratch *)(ctx), (addr), (dst))
 #include "unwind_step.h"
+
+/* ---- code without CFI ----
+ *
+ * JIT code (oneDNN's kernels, LLVM's as numba uses it, V8, CPython's own
+ * JIT) has no CFI.  Its frame pointer is followed while the chain is
+ * plausible: the caller's rbp above this one (or 0) and a return address in
+ * a known mapping.  Code that uses rbp for data (oneDNN's xbyak kernels
+ * do) fails that; then the stack is scanned, from the frame's sp up, for
+ * the first word that is a return address into a binary with CFI: a
+ * mapped file whose code before that address is a call instruction.  The
+ * walk goes on from there with CFI, and that frame is marked. */
+
+#define FP_FRAME_MAX (1ULL << 20) /* a caller's frame pointer this far up at most */
+
+/* Is the instruction that ends at `ra` a call?  E8 rel32, or FF /2 in any
+ * of its ModRM forms (register, memory, SIB, disp8, disp32, rip). */
+static __always_inline bool after_call(__u64 ra)
+{
+	__u8 b[16] = {};
+
+	if (ra < 8 || bpf_probe_read_user(b, 8, (void *)(ra - 8)))
+		return false;
+	if (b[3] == 0xe8)
+		return true;
+	/* FF, its ModRM (and SIB, displacement) ending at ra: k bytes in all */
+#pragma unroll
+	for (int k = 2; k <= 7; k++) {
+		__u8 modrm = b[9 - k], mod = modrm >> 6, rm = modrm & 7;
+		int len = 2;
+
+		if (b[8 - k] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		if (mod != 3 && rm == 4) {
+			len++;
+			if (mod == 0 && (b[10 - k] & 7) == 5)
+				len += 4;
+		}
+		if (mod == 1)
+			len += 1;
+		else if (mod == 2 || (mod == 0 && rm == 5))
+			len += 4;
+		if (len == k)
+			return true;
+	}
+	return false;
+}
+
+/* one step of the frame-pointer chain, if it is plausible */
+static __always_inline bool fp_step_plausible(struct native_walk *u)
+{
+	struct unwind_regs g = u->g;
+
+	if (unwind_fp_step(u->s, &g) != UNWIND_STEPPED ||
+	    (g.bp && (g.bp <= u->g.bp || g.bp - u->g.bp > FP_FRAME_MAX)) ||
+	    !find_mapping(u->s, u->nm, g.pc))
+		return false;
+	u->g = g;
+	return true;
+}
+
+struct scan {
+	struct native_walk *u;
+	__u64 lo, hi;            /* from the first mapping's start to the last's end */
+};
+
+static long scan_step(__u32 i, struct scan *c)
+{
+	struct native_walk *u = c->u;
+	struct scratch *s = u->s;
+	const struct native_mapping *m;
+	__u64 addr = u->g.sp + (__u64)i * 8, w;
+	__u32 idx;
+
+	if (stack_word(s, addr, &w))
+		return 1; /* the top of the stack */
+	if (w < c->lo || w >= c->hi)
+		return 0;
+	idx = find_mapping(s, u->nm, w);
+	if (!idx)
+		return 0;
+	m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	if (m->table == TABLE_NONE || !after_call(w))
+		return 0;
+	s->scan_sp = addr + 8;
+	s->scan_pc = w;
+	return 1;
+}
+
+/* Scan the stack for the caller of the frame at u->g; on success u->g is
+ * that caller and its frame will be marked.  rbp is callee-saved: kept when
+ * it points into the stack above, else taken from where the callee saved
+ * it, if a word below the return address looks like it. */
+static __always_inline bool scan_stack(struct native_walk *u)
+{
+	struct scratch *s = u->s;
+	__u32 n = u->nm->n;
+	struct scan c = { .u = u };
+
+	if (!n || n > PYPERF_MAX_MAPPINGS)
+		return false;
+	c.lo = u->nm->m[0].start;
+	c.hi = u->nm->m[(n - 1) & (PYPERF_MAX_MAPPINGS - 1)].end;
+	s->scan_pc = 0;
+	bpf_loop(PYPERF_SCAN_WORDS, scan_step, &c, 0);
+	if (!s->scan_pc)
+		return false;
+	u->g.pc = s->scan_pc;
+	u->g.sp = s->scan_sp;
+	u->g.bx = 0;
+	/* the caller's rbp, if the callee used it for data: a prologue pushes
+	 * the callee-saved registers right below the return address, so the
+	 * first of those words that points into the stack above is taken */
+	if (u->g.bp <= u->g.sp || u->g.bp - u->g.sp > FP_FRAME_MAX) {
+#pragma unroll
+		for (int k = 2; k <= 7; k++) {
+			__u64 w;
+
+			if (stack_word(s, u->g.sp - 8 * k, &w))
+				break;
+			if (w > u->g.sp && w - u->g.sp <= FP_FRAME_MAX) {
+				u->g.bp = w;
+				break;
+			}
+		}
+	}
+	VSTORE(s->scan_mark, 1);
+	VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_SCANNED);
+	return true;
+}
 
 static long native_step(__u32 i, struct native_walk *u)
 {
@@ -287,9 +420,9 @@ unwind:
 		goto incomplete;
 	}
 frame_pointers:
-	/* no CFI: trust rbp to be a frame pointer */
+	/* no CFI: rbp as a frame pointer, else a scan (above) */
 	native_push(u, n, pc);
-	if (unwind_fp_step(u->s, &u->g) == UNWIND_STEPPED)
+	if (fp_step_plausible(u) || scan_stack(u))
 		return 0;
 incomplete:
 	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
@@ -328,6 +461,7 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 	u.g.bp = s->regs0.bp;
 	u.g.bx = s->regs0.bx;
 	s->nflags = STACK_NATIVE;
+	s->scan_mark = 0;
 	s->now = bpf_ktime_get_ns();
 	s->used = 0;
 	s->last = 0;
@@ -340,6 +474,8 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 		stat_inc(STAT_NATIVE_TRUNCATED);
 	if (flags & STACK_NATIVE_PENDING)
 		stat_inc(STAT_NATIVE_PENDING);
+	if (flags & STACK_NATIVE_SCANNED)
+		stat_inc(STAT_NATIVE_SCANNED);
 	s->hash = mix(u.hash, s->ev.nnative);
 	return flags;
 }

@@ -274,6 +274,8 @@ struct scratch {
 	__u32 nflags;            /* STACK_NATIVE* of the walk (here, not on the stack:
 				  * each new value would make the verifier check
 				  * native_step again) */
+	__u32 scan_mark;         /* the next frame pushed was found by a scan */
+	__u64 scan_sp, scan_pc;  /* what the scan found (0: nothing) */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
 	struct unwind_regs regs0; /* the user registers the native walk starts from */

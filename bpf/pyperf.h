@@ -278,6 +278,14 @@ enum pyperf_mode {
 				    * wall|offcpu); its count is nanoseconds off */
 #define STACK_AWAITING 256u        /* set by the loader: where an asyncio task that
 				    * is not running waits (--async, wall|offcpu) */
+#define STACK_NATIVE_SCANNED 512u  /* a caller of code without CFI was found by
+				    * scanning the stack for a return address */
+
+/* In ev.native: the frame was found by that scan (bit 63: user addresses
+ * are below 2^47); the loader clears it and marks the frame */
+#define NATIVE_PC_SCANNED (1ull << 63)
+/* words of the stack scanned from a frame without CFI for a return address */
+#define PYPERF_SCAN_WORDS 256
 
 struct stack_key {
 	__u32 pid;                   /* tgid */
@@ -553,6 +561,8 @@ enum stat_idx {
 	STAT_ALLOC_WALKS,       /* of those, sampled and walked */
 	STAT_LIVE_FULL,         /* leaks: sampled allocations not tracked, the map was full */
 	STAT_OFFCPU_LOST,       /* walked blocks lost: another thread took the slot */
+	STAT_NATIVE_SCANNED,    /* samples whose native walk scanned the stack for a
+				 * return address (code without CFI nor frame pointers) */
 	STAT_NR,
 };
 

@@ -148,7 +148,8 @@ def is_kernel(frame):
     return frame.endswith("_[k]")
 
 
-NATIVE_MARKS = ("[native truncated]", "[native incomplete]", "[native pending]", "[unmerged native]")
+NATIVE_MARKS = ("[native truncated]", "[native incomplete]", "[native pending]", "[unmerged native]",
+                "[stack scan]")
 
 
 def is_native(frame):

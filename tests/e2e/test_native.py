@@ -296,3 +296,42 @@ def test_native_thread_that_calls_into_python_later_is_found(python, tmp_path, l
     tids = {thread_of(f) for f, _ in work}
     assert len(tids) == 1, tids
     assert any(func_name(x) == "worker" for f, _ in work for x in f), work[:2]
+
+
+@pytest.fixture(scope="module")
+def handjit_lib(tmp_path_factory):
+    """handjit.c built into a shared library, its callers with frame pointers."""
+    lib = tmp_path_factory.mktemp("handjit") / "handjit.so"
+    r = subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC", "-o",
+                        str(lib), os.path.join(WORKLOADS, "handjit.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return lib
+
+
+def test_jit_code_is_left_by_frame_pointer_or_stack_scan(tmp_path, handjit_lib):
+    """Code copied into anonymous executable memory has no CFI.  A kernel
+    that keeps a frame pointer is left by it; one that uses rbp for data
+    (as oneDNN's are) is left by a scan of the stack for its return address,
+    and the caller found so is marked [stack scan].  Either way the stack
+    goes on to its Python callers, complete, and the JIT frame is named
+    "[jit] (anon 0x...)".  One interpreter: what is checked is native."""
+    stacks, r = record(SUPPORTED[-1][0], tmp_path, "handjit.py", str(handjit_lib), "1.5")
+    seen = {"with_fp": 0, "without_fp": 0}
+    bad = []
+    for frames, count in stacks:
+        fn = all_names(frames)
+        if not fn or not fn[-1] == "[jit]" or PENDING in frames:
+            continue
+        py = names(frames)
+        want = ["spin", "[jit]"] if "with_fp" in py else ["spin", "[stack scan]", "[jit]"]
+        if fn[-len(want):] == want and py[-1] in seen and not any(
+                m in frames for m in ("[native incomplete]", "[unmerged native]")):
+            seen[py[-1]] += count
+        else:
+            bad.append((frames, count))
+    assert seen["with_fp"] >= 0.5 * 1.5 * 999 and seen["without_fp"] >= 0.5 * 1.5 * 999, \
+        (seen, bad[:2], r.stderr)
+    assert sum(c for _, c in bad) <= 0.02 * sum(seen.values()), bad[:2]
+    assert all(f.startswith("[jit] (anon 0x") for fs, _ in stacks for f in fs
+               if f.startswith("[jit]"))

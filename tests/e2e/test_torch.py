@@ -30,8 +30,11 @@ def torch_python():
 def training(tmp_path_factory):
     py = torch_python()
     out = tmp_path_factory.mktemp("torch") / "t.folded"
+    # "jit": oneDNN's convolutions on, as PyTorch has them by default;
+    # ONEDNN_JIT_PROFILE=2: oneDNN lists its kernels in /tmp/perf-PID.map
     r = run_pyperf(["-F", "499", "--threads", "-o", str(out), "--", py,
-                    os.path.join(WORKLOADS, "torch_train.py"), "6"], timeout=180)
+                    os.path.join(WORKLOADS, "torch_train.py"), "6", "jit"], timeout=180,
+                   env=dict(os.environ, ONEDNN_JIT_PROFILE="2"))
     assert r.returncode == 0, r.stderr
     return parse_folded(out.read_text()), r
 
@@ -41,7 +44,8 @@ def test_few_stacks_cut_short(training):
     total = sum(c for _, c in stacks)
     cut = sum(c for f, c in stacks if any(m in f for m in CUT))
     assert total > 2000, r.stderr
-    # what remains cut are OpenBLAS's assembly kernels, written without CFI
+    # oneDNN's JIT kernels have neither CFI nor frame pointers: their
+    # callers are found by a scan of the stack
     assert cut <= 0.02 * total, f"{cut} of {total} stacks cut short"
     assert count_pending(stacks) <= 0.1 * total, f"{count_pending(stacks)} of {total} pending"
 
@@ -76,3 +80,29 @@ def test_worker_processes_and_pool_threads(training):
                               for x in all_names(f))
                    and any("(libgomp" in x for x in f) and any("(libtorch_cpu.so" in x for x in f)]
     assert sum(c for _, c in native_only) > 50, native_only[:1]
+
+
+def test_onednn_jit_kernels_are_named_and_left(training):
+    """oneDNN compiles its convolution kernels into anonymous executable
+    memory, with neither CFI nor frame pointers: they are named from the
+    perf map oneDNN writes when asked (ONEDNN_JIT_PROFILE=2), e.g.
+    "jit_avx512_common_conv_fwd_kernel ([jit])", and the scan of the stack
+    finds their callers: Conv2d's forward (and the backward pass) above
+    them in the main thread, the OpenMP pool's threads' own native frames
+    (libgomp, oneDNN) below them."""
+    stacks, _ = training
+    jit = [(f, c) for f, c in stacks if any(x.endswith(" ([jit])") for x in f)]
+    assert sum(c for _, c in jit) > 50, "no named JIT frames"
+    named = sum(c for f, c in jit if any("kernel" in x for x in f if x.endswith(" ([jit])")))
+    assert named >= 0.8 * sum(c for _, c in jit), named
+    # (code mapped since the loader last read the mappings is pending)
+    unknown = [f for f, _ in stacks if "[unknown]" in f and PENDING not in f]
+    assert not unknown, unknown[:1]
+    # the kernel is the leaf end; what the scan found is marked, then named
+    scanned = [(f, c) for f, c in jit if "[stack scan]" in f]
+    assert sum(c for _, c in scanned) >= 0.8 * sum(c for _, c in jit), scanned[:1]
+    conv = sum(c for f, c in scanned if "Conv2d._conv_forward" in all_names(f))
+    assert conv > 10, conv
+    pool = [(f, c) for f, c in scanned if not any(x.startswith("<module>") for x in all_names(f))
+            and any("(libgomp" in x for x in f) and any("(libdnnl" in x for x in f)]
+    assert sum(c for _, c in pool) > 20, pool[:1]

@@ -14,6 +14,7 @@
 #include "unwind_table.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <gelf.h>
@@ -990,7 +991,8 @@ static struct func *intern(struct native *n, struct nbin *bin, const struct bina
 	return f;
 }
 
-/* code without a file (JIT): named from the perf map if the JIT wrote one */
+/* code without a file (JIT): named from the perf map if the JIT wrote one,
+ * else "[jit]" with its mapping ("anon 0x7f..."), one name per mapping */
 static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t pc)
 {
 	const struct jit_sym *j = perfmap_find(&np->jit, pc);
@@ -999,8 +1001,16 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 		read_perf_map(np);
 		j = perfmap_find(&np->jit, pc);
 	}
-	if (!j)
-		return n->unknown;
+	if (!j) {
+		const struct nmap *m = find_map(np, pc);
+		char where[64];
+
+		if (!m)
+			return n->unknown;
+		snprintf(where, sizeof(where), "anon 0x%" PRIx64, m->start);
+		/* keyed by the mapping's last byte, where no perf map symbol starts */
+		return intern(n, (struct nbin *)np, NULL, m->end - 1, "[jit]", where);
+	}
 	if (!strncmp(j->name, "py::", 4)) {
 		/* the mappings were read after CPython mapped a trampoline arena
 		 * but before it listed any trampoline in it: the unwinder took it

@@ -171,6 +171,10 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 			(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
 			(unsigned long long)st[STAT_NATIVE_PENDING],
 			(unsigned long long)st[STAT_NATIVE_TRUNCATED], PYPERF_MAX_NATIVE);
+	if (st[STAT_NATIVE_SCANNED])
+		fprintf(f, "Native stacks that went on by a stack scan: %llu (code with neither CFI "
+			"nor a frame pointer, such as JIT kernels; the caller found is marked "
+			"[stack scan])\n", (unsigned long long)st[STAT_NATIVE_SCANNED]);
 }
 
 static int by_count(const void *a, const void *b)

@@ -14,6 +14,7 @@ MARK(merge_mark_pending, "[native pending]");
 MARK(merge_mark_unmerged, "[unmerged native]");
 MARK(merge_mark_gil_wait, "[GIL wait]");
 MARK(merge_mark_awaiting, "[awaiting]");
+MARK(merge_mark_scanned, "[stack scan]");
 
 static uint32_t count_segments(const uint8_t *entry, uint32_t np)
 {

@@ -28,6 +28,9 @@ extern const struct func merge_mark_pending;    /* "[native pending]": the table
 extern const struct func merge_mark_unmerged;   /* "[unmerged native]" */
 extern const struct func merge_mark_gil_wait;   /* "[GIL wait]" */
 extern const struct func merge_mark_awaiting;   /* "[awaiting]": where an asyncio task waits */
+extern const struct func merge_mark_scanned;    /* "[stack scan]": the frame below it
+						 * (its caller) was found by scanning the
+						 * stack from code without CFI */
 
 /* py[0..np) leaf first with entry[i] != 0 for entry frames; nat[0..nn) leaf
  * first; flags: the sample's STACK_NATIVE_* flags.  Writes the merged stack,

@@ -213,14 +213,14 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	static uint8_t ident[sizeof(struct py_frame) * PYPERF_MAX_FRAMES +
 			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH + 2)];
 	static struct pframe frames[PYPERF_MAX_FRAMES + 1 + PYASYNC_MAX_CHAIN];
-	static struct pframe merged[PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 2 + PYASYNC_MAX_CHAIN];
+	static struct pframe merged[PYPERF_MAX_FRAMES + 2 * PYPERF_MAX_NATIVE + 2 + PYASYNC_MAX_CHAIN];
 	static struct pframe tasks[PYASYNC_MAX_CHAIN];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
-	static const struct func *nat[PYPERF_MAX_NATIVE];
+	static const struct func *nat[2 * PYPERF_MAX_NATIVE]; /* with [stack scan] marks */
 	struct stack_ref ref = { .pid = (uint32_t)s->pid, .gen = s->gen, .hash = s->hash };
 	uint32_t np = s->npy > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : s->npy;
 	uint32_t nn = s->nnative > PYPERF_MAX_NATIVE ? PYPERF_MAX_NATIVE : s->nnative;
-	uint32_t nk = s->nkernel > PYPERF_KSTACK_DEPTH ? PYPERF_KSTACK_DEPTH : s->nkernel;
+	uint32_t nk = s->nkernel > PYPERF_KSTACK_DEPTH ? PYPERF_KSTACK_DEPTH : s->nkernel, walked;
 	size_t pybytes = np * sizeof(*s->py), natbytes = nn * sizeof(*s->native);
 	size_t nident = pybytes + natbytes + nk * sizeof(*s->kernel);
 	/* a thread that ran no Python code: its native and kernel stack only */
@@ -279,8 +279,15 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		return profile_insert_stack(p, &ref, flags, frames, np, (const uint64_t *)s->kernel,
 					    nk, ident, nident);
 	}
-	for (uint32_t i = 0; i < nn; i++)
-		nat[i] = native_func(n->nat, s->pid, s->native[i], i == 0);
+	walked = nn;
+	nn = 0;
+	for (uint32_t i = 0; i < walked; i++) {
+		uint64_t pc = s->native[i];
+
+		if (pc & NATIVE_PC_SCANNED) /* found by a scan of its callee's stack */
+			nat[nn++] = &merge_mark_scanned;
+		nat[nn++] = native_func(n->nat, s->pid, pc & ~NATIVE_PC_SCANNED, i == 0);
+	}
 	if (nt)
 		nn = native_of_task(entry, np, nat, nn);
 	np = merge_frames(frames, entry, np, nat, nn, flags, merged);

@@ -742,7 +742,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"stat_samples\": %llu, \"stat_truncated\": %llu, \"stat_map_full\": %llu, "
 		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu, "
 		"\"stat_native_incomplete\": %llu, \"stat_native_truncated\": %llu, "
-		"\"stat_native_pending\": %llu, "
+		"\"stat_native_pending\": %llu, \"stat_native_scanned\": %llu, "
 		"\"unwind_tables\": %llu, \"unwind_rows\": %llu, \"unwind_bytes\": %llu, "
 		"\"unwind_peak_bytes\": %llu, \"unwind_built\": %llu, \"unwind_build_ms\": %.1f, "
 		"\"unwind_max_build_ms\": %.1f, \"unwind_first_table_ms\": %.1f, "
@@ -760,7 +760,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed,
 		(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
 		(unsigned long long)st[STAT_NATIVE_TRUNCATED],
-		(unsigned long long)st[STAT_NATIVE_PENDING], (unsigned long long)r->nat.st.tables,
+		(unsigned long long)st[STAT_NATIVE_PENDING],
+		(unsigned long long)st[STAT_NATIVE_SCANNED], (unsigned long long)r->nat.st.tables,
 		(unsigned long long)r->nat.st.rows, (unsigned long long)r->nat.st.bytes,
 		(unsigned long long)r->nat.st.peak_bytes, (unsigned long long)r->nat.st.built,
 		r->nat.st.build_ns / 1e6, r->nat.st.max_build_ns / 1e6,
