@@ -335,3 +335,31 @@ def test_jit_code_is_left_by_frame_pointer_or_stack_scan(tmp_path, handjit_lib):
     assert sum(c for _, c in bad) <= 0.02 * sum(seen.values()), bad[:2]
     assert all(f.startswith("[jit] (anon 0x") for fs, _ in stacks for f in fs
                if f.startswith("[jit]"))
+
+
+def test_numba_kernels_are_named_under_their_caller(tmp_path):
+    """numba compiles with LLVM's MCJIT, which registers each object it
+    loads with the GDB JIT interface: the kernel's frames are named from
+    that list ("__main__::kernel[abi:v1]...(Array<double, 1, C, ...>)
+    ([jit])"), under drive(), the stack complete.  Debian's numba, built for
+    its python3.11 (scripts/setup --test-deps installs it)."""
+    py = "/usr/bin/python3.11"
+    r = subprocess.run([py, "-c", "import numba"], capture_output=True, text=True)
+    if r.returncode:
+        pytest.fail("python3-numba is missing: scripts/setup --test-deps installs it\n" + r.stderr)
+    stacks, r = record(py, tmp_path, "numba_job.py", "2")
+    drive = named = 0
+    bad = []
+    for frames, count in stacks:
+        if "drive" not in names(frames) or PENDING in frames:
+            continue
+        drive += count
+        fn = all_names(frames)
+        k = [i for i, f in enumerate(frames) if f.endswith(" ([jit])") and "kernel" in f]
+        if k and fn.index("drive") < k[0] and "[native incomplete]" not in frames:
+            named += count
+        else:
+            bad.append((frames, count))
+    assert drive > 1000, r.stderr
+    bad.sort(key=lambda b: -b[1])
+    assert named >= 0.8 * drive, (named, drive, bad[:2])

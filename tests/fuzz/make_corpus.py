@@ -6,7 +6,8 @@ fetched: ELF files built by cc and clang from a few lines of C (with
 .eh_frame, .debug_frame, a PLT, a build-id, a .AsyncioDebug section;
 shared, static, stripped), line tables of stdlib functions compiled by each
 installed CPython (3.8/3.9 co_lnotab, 3.10 co_linetable, 3.11+ locations),
-the unit tests' _Py_DebugOffsets images, lines of this machine's
+a relocatable object as a JIT registers with GDB, the unit tests'
+_Py_DebugOffsets images, lines of this machine's
 /proc/self/maps, and hand-written perf maps, kallsyms lines, daemon configs
 and ring-buffer stack records.  Inputs the fuzzer found that once crashed a
 parser are added by hand as crash-*; this script leaves them alone.
@@ -158,6 +159,17 @@ def procmaps_seeds():
         b"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]")
 
 
+def gdbjit_seeds(tmp):
+    """A relocatable object, as LLVM's MCJIT registers them (beside the
+    linked ELF seeds)."""
+    src, obj = os.path.join(tmp, "j.c"), os.path.join(tmp, "j.o")
+    with open(src, "w") as f:
+        f.write(C_SOURCE)
+    subprocess.run(["cc", "-O1", "-c", src, "-o", obj], check=True)
+    with open(obj, "rb") as f:
+        put("gdbjit", "relocatable", f.read())
+
+
 def perfmap_seeds():
     put("perfmap", "cpython-trampolines",
         b"7f3a4c000000 b py::<module>:/srv/app.py\n"
@@ -242,9 +254,11 @@ def main():
         for name, data in elves.items():
             put("unwind_table", name, data)
             put("elfsym", name, data)
+            put("gdbjit", name, data)
             addr = symbol_address(tmp, "gcc-O2.so" if "stripped" in name else name, "f")
             put("nsym", name, struct.pack("<Q", addr + 4) + data)
         sampler_seeds(tmp)
+        gdbjit_seeds(tmp)
     for f in glob.glob(os.path.join(ROOT, "tests", "unit", "data", "debug_offsets_*.bin")):
         with open(f, "rb") as src:
             put("debug_offsets", os.path.basename(f), src.read())

@@ -7,6 +7,7 @@
 #include "pyread.h"
 #include "elfsym.h"
 #include "errmsg.h"
+#include "gdbjit.h"
 #include "nsym.h"
 #include "perfmap.h"
 #include "procmaps.h"
@@ -59,6 +60,9 @@ struct nbin {
 	uint64_t loaded_ns;
 	struct nsym_bin *sym;        /* opened on first use */
 	bool sym_failed;
+	uint8_t jitdesc;             /* defines __jit_debug_descriptor: 0 not looked
+				      * up yet, 1 no, 2 yes, at jitdesc_value */
+	uint64_t jitdesc_value;
 	struct binary info;           /* what pprof says of the binary */
 };
 
@@ -76,6 +80,8 @@ struct nproc {
 	size_t n;
 	struct nmap *v;
 	struct perfmap jit;          /* from /tmp/perf-PID.map */
+	struct perfmap gdb;          /* from the GDB JIT interface (gdbjit.h) */
+	uint64_t gdb_read_ns;        /* when that was last read */
 	bool jit_refused;            /* that file was refused (said once) */
 	bool stale;                  /* a mapping taken for plain JIT code holds perf
 				      * trampolines: read the mappings again */
@@ -124,6 +130,7 @@ static void free_proc(void *v)
 
 	free(p->v);
 	perfmap_free(&p->jit);
+	perfmap_free(&p->gdb);
 	free(p);
 }
 
@@ -991,8 +998,54 @@ static struct func *intern(struct native *n, struct nbin *bin, const struct bina
 	return f;
 }
 
+#define GDBJIT_REREAD_NS (200ull * 1000 * 1000) /* the list read at most this often */
+
+/* The runtime address of the GDB JIT interface's descriptor in np: the
+ * first binary it maps that defines one (each binary looked up once). */
+static uint64_t jit_descriptor(struct nproc *np)
+{
+	for (size_t i = 0; i < np->n; i++) {
+		struct nbin *b = np->v[i].bin;
+
+		if (!b)
+			continue;
+		if (!b->jitdesc) {
+			const char *name = GDBJIT_SYMBOL;
+			char path[64], err[128];
+			uint64_t v = 0;
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", b->fd);
+			b->jitdesc = !elf_find_symbols(path, &name, 1, &v, NULL, err, sizeof(err)) && v ?
+					     2 : 1;
+			b->jitdesc_value = v;
+		}
+		if (b->jitdesc == 2)
+			return b->jitdesc_value + np->v[i].bias;
+	}
+	return 0;
+}
+
+/* the JIT symbol holding pc that the GDB JIT interface names (LLVM's MCJIT:
+ * numba), its list read again when pc is not in it, at most every
+ * GDBJIT_REREAD_NS */
+static const struct jit_sym *gdbjit_find(struct nproc *np, uint64_t pc)
+{
+	const struct jit_sym *j = perfmap_find(&np->gdb, pc);
+	uint64_t now = clock_mono_ns(), desc;
+
+	if (j || now - np->gdb_read_ns < GDBJIT_REREAD_NS)
+		return j;
+	np->gdb_read_ns = now;
+	if (!(desc = jit_descriptor(np)))
+		return NULL;
+	perfmap_free(&np->gdb);
+	gdbjit_read(np->pid, desc, &np->gdb);
+	return perfmap_find(&np->gdb, pc);
+}
+
 /* code without a file (JIT): named from the perf map if the JIT wrote one,
- * else "[jit]" with its mapping ("anon 0x7f..."), one name per mapping */
+ * or from the GDB JIT interface, else "[jit]" with its mapping
+ * ("anon 0x7f..."), one name per mapping */
 static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t pc)
 {
 	const struct jit_sym *j = perfmap_find(&np->jit, pc);
@@ -1001,6 +1054,8 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 		read_perf_map(np);
 		j = perfmap_find(&np->jit, pc);
 	}
+	if (!j)
+		j = gdbjit_find(np, pc);
 	if (!j) {
 		const struct nmap *m = find_map(np, pc);
 		char where[64];

@@ -47,7 +47,7 @@ static bool hex_field(const char **p, const char *end, uint64_t *out)
 	return true;
 }
 
-static void add(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len)
+void perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len)
 {
 	bool cut = len > PERFMAP_MAX_NAME;
 	char *s;
@@ -96,7 +96,7 @@ size_t perfmap_parse(struct perfmap *m, const char *buf, size_t len)
 		if (e > s && e[-1] == '\r')
 			e--;
 		if (hex_field(&s, e, &start) && hex_field(&s, e, &size))
-			add(m, start, size, s, (size_t)(e - s));
+			perfmap_add(m, start, size, s, (size_t)(e - s));
 		p = nl + 1;
 	}
 	return (size_t)(p - buf);

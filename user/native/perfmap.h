@@ -33,6 +33,9 @@ struct perfmap {
  * complete line.  Lines that do not parse are skipped. */
 size_t perfmap_parse(struct perfmap *m, const char *buf, size_t len);
 void perfmap_sort(struct perfmap *m);
+/* Append one symbol [start, start + size) named name[0..len) (cut at
+ * PERFMAP_MAX_NAME, control bytes made '?'); nothing when out of memory. */
+void perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *name, size_t len);
 /* Read what pid's perf map gained since the last call.  Returns 1 if m
  * changed, 0 if not (or there is no file), -1 if the file is refused, with
  * why set (one line: not a regular file, not the process's user's, too big). */
