@@ -422,7 +422,7 @@ unwind:
 frame_pointers:
 	/* no CFI: rbp as a frame pointer, else a scan (above) */
 	native_push(u, n, pc);
-	if (fp_step_plausible(u) || scan_stack(u))
+	if (fp_step_plausible(u) || (stack_scan && scan_stack(u)))
 		return 0;
 incomplete:
 	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);

@@ -40,6 +40,9 @@ const volatile bool filter_targets = false;
 const volatile bool kernel_stacks = true;
 /* Unwind the native user stack (CFI tables from the loader). */
 const volatile bool native_stacks = true;
+/* code without CFI whose frame pointer chain fails is left by a scan of the
+ * stack (native_unwind.bpf.h); false: it ends the walk */
+const volatile bool stack_scan = true;
 /* What one cpu-clock sample adds to its stack: 1 (--mode cpu, counts are
  * samples), or the sampling period in ns (--mode wall, counts are ns). */
 const volatile __u64 cpu_weight = 1;

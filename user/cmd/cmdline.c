@@ -78,6 +78,7 @@ int cmdline_env(struct session_opts *o)
 	if (e.unwind_bytes)
 		o->unwind_bytes = e.unwind_bytes;
 	o->offcpu_slots = e.offcpu_slots;
+	o->no_stack_scan = e.no_stack_scan;
 	o->debuginfo_path = e.debuginfo_path;
 	o->vmlinux_btf = e.vmlinux_btf;
 	return 0;

@@ -452,6 +452,7 @@ int daemon_main(int argc, char **argv)
 	o.unwind_bytes = env.unwind_bytes ? env.unwind_bytes : d.cfg.unwind_bytes;
 	o.counts_entries = env.counts_entries;
 	o.offcpu_slots = env.offcpu_slots;
+	o.no_stack_scan = env.no_stack_scan;
 	o.debuginfo_path = env.debuginfo_path;
 	o.vmlinux_btf = env.vmlinux_btf;
 	dlog(DLOG_INFO, "profiling CPython processes (%s mode) at %d Hz, one profile per process "

@@ -5,6 +5,7 @@
 #define PYPERF_ENV_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct env {
@@ -17,6 +18,8 @@ struct env {
 				      * are searched (NULL: by the binary's prefix) */
 	const char *vmlinux_btf;     /* PYPERF_VMLINUX_BTF: the kernel's BTF from this file
 				      * (NULL: /sys/kernel/btf/vmlinux) */
+	bool no_stack_scan;          /* PYPERF_STACK_SCAN=0: code without CFI is left by
+				      * frame pointers only (for make bench) */
 };
 
 /* Fill *e from the environment; 0, or -1 with a message naming the variable. */

@@ -242,6 +242,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	s->skel->rodata->filter_targets = o->filter_targets;
 	s->skel->rodata->kernel_stacks = o->kernel_stacks;
 	s->skel->rodata->native_stacks = o->native_stacks;
+	s->skel->rodata->stack_scan = o->stack_scan;
 	s->skel->rodata->gil_only = o->gil_only;
 	s->skel->rodata->async_stacks = o->async_stacks;
 	s->mode = o->mode;

@@ -20,6 +20,7 @@ struct sampler_opts {
 				      * power of two up to 65536 (0: 65536) */
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */
 	bool native_stacks;          /* unwind native user stacks */
+	bool stack_scan;             /* leave code without CFI by a scan of the stack too */
 	bool gil_only;               /* only samples of threads holding the GIL (--gil) */
 	bool async_stacks;           /* note each sample's asyncio task (--async) */
 	bool track_live;             /* --mode alloc for `leaks`: keep sampled allocations

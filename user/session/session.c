@@ -794,6 +794,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .track_live = o->leaks,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
 				   .offcpu_slots = o->offcpu_slots,
+				   .stack_scan = !o->no_stack_scan,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };
 	char err[1024];
