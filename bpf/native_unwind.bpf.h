@@ -261,7 +261,9 @@ struct scan {
 	__u64 lo, hi;            /* from the first mapping's start to the last's end */
 };
 
-static long scan_step(__u32 i, struct scan *c)
+/* Is the word at sp + 8 * i a return address into a binary with CFI?  1
+ * (then scan_sp and scan_pc hold it), 0 no, -1 past the top of the stack. */
+static __always_inline int scan_word(struct scan *c, __u32 i)
 {
 	struct native_walk *u = c->u;
 	struct scratch *s = u->s;
@@ -270,7 +272,7 @@ static long scan_step(__u32 i, struct scan *c)
 	__u32 idx;
 
 	if (stack_word(s, addr, &w))
-		return 1; /* the top of the stack */
+		return -1;
 	if (w < c->lo || w >= c->hi)
 		return 0;
 	idx = find_mapping(s, u->nm, w);
@@ -284,6 +286,11 @@ static long scan_step(__u32 i, struct scan *c)
 	return 1;
 }
 
+static long scan_step(__u32 i, struct scan *c)
+{
+	return scan_word(c, i) != 0;
+}
+
 /* Scan the stack for the caller of the frame at u->g; on success u->g is
  * that caller and its frame will be marked.  rbp is callee-saved: kept when
  * it points into the stack above, else taken from where the callee saved
@@ -291,17 +298,27 @@ static long scan_step(__u32 i, struct scan *c)
 static __always_inline bool scan_stack(struct native_walk *u)
 {
 	struct scratch *s = u->s;
-	__u32 n = u->nm->n;
+	__u32 n = u->nm->n, words;
 	struct scan c = { .u = u };
+	__u64 block = u->g.pc >> 4;
+	struct scan_cache_entry *e = &s->scache[(block ^ (block >> 8)) & (SCAN_CACHE_SIZE - 1)];
 
 	if (!n || n > PYPERF_MAX_MAPPINGS)
 		return false;
 	c.lo = u->nm->m[0].start;
 	c.hi = u->nm->m[(n - 1) & (PYPERF_MAX_MAPPINGS - 1)].end;
 	s->scan_pc = 0;
-	bpf_loop(PYPERF_SCAN_WORDS, scan_step, &c, 0);
-	if (!s->scan_pc)
-		return false;
+	if (!(e->block == block && e->tgid == u->tgid && e->gen == u->gen &&
+	      e->words < PYPERF_SCAN_WORDS && scan_word(&c, e->words) == 1)) {
+		bpf_loop(PYPERF_SCAN_WORDS, scan_step, &c, 0);
+		if (!s->scan_pc)
+			return false;
+		words = (__u32)((s->scan_sp - 8 - u->g.sp) / 8);
+		e->block = block;
+		e->tgid = u->tgid;
+		e->gen = u->gen;
+		e->words = words;
+	}
 	u->g.pc = s->scan_pc;
 	u->g.sp = s->scan_sp;
 	u->g.bx = 0;

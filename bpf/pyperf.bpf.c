@@ -259,6 +259,19 @@ struct row_cache_entry {
 	struct unwind_row row;
 };
 
+/* Where a scan of the stack found the return address of a frame without
+ * CFI, by the frame's code (16-byte blocks of it), per CPU: a JIT kernel's
+ * frame has the same size each time it is sampled at the same place, and a
+ * hit checks one word instead of scanning up to it.  Keyed like the row
+ * cache; a hit is checked as a scanned word is, a miss scans. */
+#define SCAN_CACHE_SIZE 256
+struct scan_cache_entry {
+	__u64 block;             /* pc >> 4 */
+	__u32 tgid, gen;
+	__u32 words;             /* the return address at sp + 8 * words */
+	__u32 pad;
+};
+
 /* per-CPU scratch: the stack being built, a window of frame memory, a code object */
 struct scratch {
 	struct ev_stack ev;
@@ -281,6 +294,7 @@ struct scratch {
 	__u64 scan_sp, scan_pc;  /* what the scan found (0: nothing) */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
+	struct scan_cache_entry scache[SCAN_CACHE_SIZE];
 	struct unwind_regs regs0; /* the user registers the native walk starts from */
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
 };
