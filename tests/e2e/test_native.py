@@ -363,3 +363,31 @@ def test_numba_kernels_are_named_under_their_caller(tmp_path):
     assert drive > 1000, r.stderr
     bad.sort(key=lambda b: -b[1])
     assert named >= 0.8 * drive, (named, drive, bad[:2])
+
+
+def test_stack_scan_is_counted_and_can_be_turned_off(tmp_path, handjit_lib):
+    """The samples whose walk needed the scan are counted
+    (stat_native_scanned); PYPERF_STACK_SCAN=0 turns it off (the kernel
+    without a frame pointer then ends its stacks, marked) and a value other
+    than 0 or 1 is refused with one line."""
+    script = os.path.join(WORKLOADS, "handjit.py")
+    runs = {}
+    for scan in ("1", "0"):
+        out, stats = tmp_path / f"h{scan}.folded", tmp_path / f"h{scan}.json"
+        r = run_pyperf(["-F", "999", "-o", str(out), "--stats-json", str(stats), "--",
+                        SUPPORTED[-1][0], script, str(handjit_lib), "1"],
+                       env=dict(os.environ, PYPERF_STACK_SCAN=scan))
+        assert r.returncode == 0, r.stderr
+        stacks = parse_folded(out.read_text())
+        nofp = [(f, c) for f, c in stacks if "without_fp" in names(f) and PENDING not in f]
+        runs[scan] = (json.loads(stats.read_text()), nofp)
+    st, nofp = runs["1"]
+    total = sum(c for _, c in nofp)
+    assert total > 500 and 0.8 * total <= st["stat_native_scanned"] <= st["stat_samples"], \
+        (total, st["stat_native_scanned"])
+    st, nofp = runs["0"]
+    assert st["stat_native_scanned"] == 0
+    cut = sum(c for f, c in nofp if "[native incomplete]" in f and "[stack scan]" not in f)
+    assert cut >= 0.9 * sum(c for _, c in nofp) > 500, nofp[:1]
+    r = run_pyperf(["-d", "1"], env=dict(os.environ, PYPERF_STACK_SCAN="yes"))
+    assert r.returncode == 2 and "PYPERF_STACK_SCAN" in r.stderr, r.stderr
