@@ -241,5 +241,9 @@ def test_without_gil_the_zlib_thread_is_there(tmp_path):
     tot, total = thread_shares(stacks)
     cpu = {t: truth[t]["cpu_s"] for t in tot}
     want = cpu["zlib_worker"] / sum(cpu.values())
-    assert want > 0.1, cpu  # the workload gave it a real share
-    assert abs(tot["zlib_worker"] / sum(tot.values()) - want) <= 0.05, (tot, cpu)
+    # the workload gives it 6-17 % (it waits for the GIL behind two
+    # spinners between calls); the profile matched within 1 point in six
+    # runs.  A third of its share, at least 1.5 points, fails a profile
+    # that loses the thread even at the low end.
+    assert want > 0.03, cpu  # the workload gave it a real share
+    assert abs(tot["zlib_worker"] / sum(tot.values()) - want) <= max(0.015, want / 3), (tot, cpu)
