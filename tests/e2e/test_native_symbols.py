@@ -105,6 +105,9 @@ def test_plt_stub_frames_are_named_after_their_own_stub(tmp_path):
             stubs[fn[-1]] = stubs.get(fn[-1], 0) + count
     assert spin > 1000, r.stderr
     assert set(stubs) <= {"labs@plt", "abs@plt"}, stubs
-    # the two stubs take about the same time: each is seen
-    assert stubs.get("labs@plt", 0) >= 0.01 * spin and stubs.get("abs@plt", 0) >= 0.01 * spin, \
+    # each stub is seen: labs@plt is not the first stub of .plt, so naming every
+    # stub after the first would show abs@plt alone.  Where in a one-instruction
+    # stub a timer sample lands varies from run to run: each stub got 18-116 of
+    # ~2000 samples in nine runs; 0.25 % is far below either
+    assert stubs.get("labs@plt", 0) >= 0.0025 * spin and stubs.get("abs@plt", 0) >= 0.0025 * spin, \
         (stubs, spin)
