@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <math.h>
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +47,7 @@ struct sampler {
 	struct ev_stack *stack;      /* one record unpacked (32 KB) */
 	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
 	bool track_live;             /* `leaks`: the returns and free are probed too */
+	struct reaper *reaper;       /* takes probes out off the main loop */
 };
 
 /* the allocator functions --mode alloc probes: their entries, for
@@ -53,6 +56,10 @@ struct sampler {
 #define ALLOC_LINKS (2 * ALLOC_FUNCS + 2)      /* + free and munmap */
 struct alloc_links {
 	struct bpf_link *l[ALLOC_LINKS];
+	dev_t dev;                   /* the C library they are in */
+	ino_t ino;
+	bool held;                   /* put in before the command's exec: kept over it */
+	struct alloc_links *next;    /* in the reaper's queue */
 };
 
 static void alloc_links_free(void *v)
@@ -62,6 +69,79 @@ static void alloc_links_free(void *v)
 	for (int i = 0; a && i < ALLOC_LINKS; i++)
 		bpf_link__destroy(a->l[i]);
 	free(a);
+}
+
+/* Taking a uprobe out waits for the kernel's RCU grace periods, one after
+ * another (~90 ms a probe here: 0.6 s for --mode alloc's seven, 1.4 s for
+ * leaks' sixteen), so probes of a process that exited or exec'ed are taken
+ * out by a thread of their own, not by the loop that drains samples. */
+struct reaper {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct alloc_links *queue;
+	bool stop;
+};
+
+static void *reaper_main(void *arg)
+{
+	struct reaper *rp = arg;
+	struct alloc_links *a;
+
+	pthread_mutex_lock(&rp->lock);
+	for (;;) {
+		while (!rp->queue && !rp->stop)
+			pthread_cond_wait(&rp->wake, &rp->lock);
+		if (!rp->queue)
+			break;
+		a = rp->queue;
+		rp->queue = a->next;
+		pthread_mutex_unlock(&rp->lock);
+		alloc_links_free(a);
+		pthread_mutex_lock(&rp->lock);
+	}
+	pthread_mutex_unlock(&rp->lock);
+	return NULL;
+}
+
+/* a's probes out, later; at once where no thread can be started */
+static void alloc_links_drop(struct sampler *s, struct alloc_links *a)
+{
+	if (!a)
+		return;
+	if (!s->reaper && (s->reaper = calloc(1, sizeof(*s->reaper)))) {
+		pthread_mutex_init(&s->reaper->lock, NULL);
+		pthread_cond_init(&s->reaper->wake, NULL);
+		if (pthread_create(&s->reaper->thread, NULL, reaper_main, s->reaper)) {
+			free(s->reaper);
+			s->reaper = NULL;
+		}
+	}
+	if (!s->reaper) {
+		alloc_links_free(a);
+		return;
+	}
+	pthread_mutex_lock(&s->reaper->lock);
+	a->next = s->reaper->queue;
+	s->reaper->queue = a;
+	pthread_cond_signal(&s->reaper->wake);
+	pthread_mutex_unlock(&s->reaper->lock);
+}
+
+/* the probes still queued are taken out before the programs go */
+static void reaper_join(struct sampler *s)
+{
+	if (!s->reaper)
+		return;
+	pthread_mutex_lock(&s->reaper->lock);
+	s->reaper->stop = true;
+	pthread_cond_signal(&s->reaper->wake);
+	pthread_mutex_unlock(&s->reaper->lock);
+	pthread_join(s->reaper->thread, NULL);
+	pthread_mutex_destroy(&s->reaper->lock);
+	pthread_cond_destroy(&s->reaper->wake);
+	free(s->reaper);
+	s->reaper = NULL;
 }
 
 static bool libbpf_verbose;
@@ -337,7 +417,11 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi
 	return rc;
 }
 
-int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t errlen)
+/* The allocator probes, for pid, into the C library at path (as this
+ * process sees it); NULL with a message if malloc (and for `leaks` its
+ * return and free) could not be probed. */
+static struct alloc_links *alloc_links_attach(struct sampler *s, uint32_t pid, const char *path,
+					      char *err, size_t errlen)
 {
 	static const struct {
 		const char *name;
@@ -350,36 +434,20 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 					 s->skel->progs.on_alloc_arg2,
 					 s->skel->progs.on_posix_memalign, s->skel->progs.on_realloc,
 					 s->skel->progs.on_mmap };
-	struct libc_text text = { 0, 0 };
-	struct proc_maps m = { 0 };
-	const struct proc_map *libc;
-	struct alloc_links *a;
-	char path[4096];
+	struct alloc_links *a = calloc(1, sizeof(*a));
+	struct stat st;
 
-	alloc_links_free(hmap_del(&s->alloc_links, &pid, sizeof(pid)));
-	if (procmaps_read((int)pid, &m, err, errlen))
-		return -1;
-	libc = procmaps_first_basename_prefix(&m, "libc.so");
-	if (!libc || !procmaps_host_path((int)pid, libc->path, path, sizeof(path))) {
-		procmaps_free(&m);
-		set_err(err, errlen, "no C library (libc.so) mapped: its allocations are not seen");
-		return -1;
-	}
-	/* its code: the executable mappings of that file */
-	for (size_t i = 0; i < m.n; i++)
-		if (m.v[i].path && !strcmp(m.v[i].path, libc->path) && m.v[i].perms[2] == 'x') {
-			text.lo = text.lo && text.lo < m.v[i].start ? text.lo : m.v[i].start;
-			text.hi = text.hi > m.v[i].end ? text.hi : m.v[i].end;
-		}
-	procmaps_free(&m);
-	bpf_map__update_elem(s->skel->maps.libc_texts, &pid, sizeof(pid), &text, sizeof(text),
-			     BPF_ANY);
-	a = calloc(1, sizeof(*a));
-	if (!a || hmap_put(&s->alloc_links, &pid, sizeof(pid), a)) {
-		free(a);
+	if (!a) {
 		set_err(err, errlen, "out of memory");
-		return -1;
+		return NULL;
 	}
+	if (stat(path, &st)) {
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		free(a);
+		return NULL;
+	}
+	a->dev = st.st_dev;
+	a->ino = st.st_ino;
 	for (int i = 0; i < ALLOC_FUNCS; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = funcs[i].name);
 
@@ -406,9 +474,74 @@ int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t err
 	if (!a->l[0] || (s->track_live && (!a->l[ALLOC_FUNCS] || !a->l[2 * ALLOC_FUNCS]))) {
 		set_err(err, errlen, "cannot probe malloc%s in %s: %s",
 			 s->track_live ? " and free" : "", path, strerror(errno));
+		alloc_links_drop(s, a);
+		return NULL;
+	}
+	return a;
+}
+
+static int alloc_links_put(struct sampler *s, uint32_t pid, struct alloc_links *a, char *err,
+			   size_t errlen)
+{
+	alloc_links_drop(s, hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+	if (hmap_put(&s->alloc_links, &pid, sizeof(pid), a)) {
+		alloc_links_drop(s, a);
+		set_err(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;
+}
+
+int sampler_hold_allocs(struct sampler *s, uint32_t pid, const char *libc, char *err,
+			size_t errlen)
+{
+	struct alloc_links *a = alloc_links_attach(s, pid, libc, err, errlen);
+
+	if (!a)
+		return -1;
+	a->held = true;
+	return alloc_links_put(s, pid, a, err, errlen);
+}
+
+int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t errlen)
+{
+	struct libc_text text = { 0, 0 };
+	struct proc_maps m = { 0 };
+	const struct proc_map *libc;
+	struct alloc_links *a;
+	char path[4096];
+	struct stat st;
+
+	if (procmaps_read((int)pid, &m, err, errlen))
+		return -1;
+	libc = procmaps_first_basename_prefix(&m, "libc.so");
+	if (!libc || !procmaps_host_path((int)pid, libc->path, path, sizeof(path))) {
+		procmaps_free(&m);
+		alloc_links_drop(s, hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+		set_err(err, errlen, "no C library (libc.so) mapped: its allocations are not seen");
+		return -1;
+	}
+	/* its code: the executable mappings of that file */
+	for (size_t i = 0; i < m.n; i++)
+		if (m.v[i].path && !strcmp(m.v[i].path, libc->path) && m.v[i].perms[2] == 'x') {
+			text.lo = text.lo && text.lo < m.v[i].start ? text.lo : m.v[i].start;
+			text.hi = text.hi > m.v[i].end ? text.hi : m.v[i].end;
+		}
+	procmaps_free(&m);
+	bpf_map__update_elem(s->skel->maps.libc_texts, &pid, sizeof(pid), &text, sizeof(text),
+			     BPF_ANY);
+	/* probes put in before the exec are in the right library already */
+	a = hmap_get(&s->alloc_links, &pid, sizeof(pid));
+	if (a && !stat(path, &st) && st.st_dev == a->dev && st.st_ino == a->ino) {
+		a->held = false;
+		return 0;
+	}
+	a = alloc_links_attach(s, pid, path, err, errlen);
+	if (!a) {
+		alloc_links_drop(s, hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+		return -1;
+	}
+	return alloc_links_put(s, pid, a, err, errlen);
 }
 
 void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs, void *ctx)
@@ -422,6 +555,7 @@ void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs
 		return;
 	/* the probes out first: the maps hold still while read */
 	hmap_free(&s->alloc_links, alloc_links_free);
+	reaper_join(s);
 	while (!bpf_map__get_next_key(s->skel->maps.live_allocs, prev, &next, sizeof(next))) {
 		k = next;
 		prev = &k;
@@ -436,9 +570,19 @@ void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs
 	}
 }
 
+void sampler_exited(struct sampler *s, uint32_t pid)
+{
+	alloc_links_drop(s, hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+}
+
 void sampler_forget(struct sampler *s, uint32_t pid)
 {
-	alloc_links_free(hmap_del(&s->alloc_links, &pid, sizeof(pid)));
+	struct alloc_links *a = hmap_get(&s->alloc_links, &pid, sizeof(pid));
+
+	if (a && a->held)
+		a->held = false; /* the command's own exec: its probes stay */
+	else
+		alloc_links_drop(s, hmap_del(&s->alloc_links, &pid, sizeof(pid)));
 	bpf_map__delete_elem(s->skel->maps.libc_texts, &pid, sizeof(pid), 0);
 	bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0);
 	__atomic_fetch_add(&s->skel->data->procs_epoch, 1, __ATOMIC_SEQ_CST);
@@ -781,6 +925,7 @@ void sampler_close(struct sampler *s)
 	free(s->links);
 	free(s->pfds);
 	hmap_free(&s->alloc_links, alloc_links_free);
+	reaper_join(s);
 	ring_buffer__free(s->rb);
 	pyperf_bpf__destroy(s->skel);
 	if (s->table_used)

@@ -82,6 +82,13 @@ int sampler_set_native_maps(struct sampler *s, uint32_t pid, const struct native
 /* --mode alloc: put the allocator probes into pid's C library (per
  * process: no other process pays for them).  0, or -1 with a message. */
 int sampler_attach_allocs(struct sampler *s, uint32_t pid, char *err, size_t errlen);
+/* --mode alloc for a command not yet started: the probes for pid go into
+ * the C library at libc (the one its program is expected to map), before
+ * its exec, so that none of its allocations after it is adopted go unseen
+ * while they are put in (the first probe a process gets takes 10-30 ms).
+ * sampler_attach_allocs keeps them if the program maps that library. */
+int sampler_hold_allocs(struct sampler *s, uint32_t pid, const char *libc, char *err,
+			size_t errlen);
 /* `leaks`: every sampled allocation still live, and the objects (in 1/1024
  * units) the sampled allocations of each stack stand for. */
 typedef void (*sampler_live_fn)(void *ctx, const struct live_key *k, const struct live_alloc *a);
@@ -89,6 +96,8 @@ typedef void (*sampler_objects_fn)(void *ctx, const struct stack_key *k, uint64_
 void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs, void *ctx);
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);
+/* pid exited: its probes are taken out (in the background). */
+void sampler_exited(struct sampler *s, uint32_t pid);
 /* The unwinder asks to reread pid's mappings for a pc in pc's page no sooner
  * than retry_after_ns (CLOCK_MONOTONIC), and for any pc of pid not within
  * the next SAMPLER_STRAY_PAUSE_MS: a reread that found nothing new is not

@@ -17,6 +17,7 @@
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "session.h"
 #include "errmsg.h"
+#include "execlibc.h"
 #include "clock.h"
 #include "naming.h"
 #include "native.h"
@@ -429,6 +430,7 @@ static void on_exit_event(void *ctx, int pid)
 	native_proc_forget(&r->nat, pid);
 	naming_forget(&r->names, pid);
 	async_forget(r, pid);
+	sampler_exited(r->s, (uint32_t)pid);
 }
 
 static void on_table(void *ctx, uint32_t table)
@@ -556,8 +558,11 @@ static bool reap_child(struct session *r, int flags)
 {
 	if (r->child <= 0 || r->child_done)
 		return r->child_done;
-	if (waitpid(r->child, &r->child_status, flags) == r->child)
+	if (waitpid(r->child, &r->child_status, flags) == r->child) {
 		r->child_done = true;
+		if (r->s)
+			sampler_exited(r->s, (uint32_t)r->child);
+	}
 	return r->child_done;
 }
 
@@ -844,6 +849,16 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	if (o->cmd && sampler_add_target(r.s, r.child)) {
 		set_err(err, sizeof(err), "cannot configure the sampler: %s", strerror(errno));
 		goto fail;
+	}
+	if (o->cmd && o->mode == MODE_ALLOC) {
+		char libc[4096], aerr[512];
+
+		/* the allocator probes in before the program runs: put in when
+		 * it is adopted, they missed its first 10-30 ms */
+		if (!exec_libc_guess(o->cmd[0], libc, sizeof(libc)) &&
+		    sampler_hold_allocs(r.s, (uint32_t)r.child, libc, aerr, sizeof(aerr)) &&
+		    o->verbose)
+			fprintf(stderr, "pyperf-bpf: --mode alloc: %s\n", aerr);
 	}
 	if (sampler_start(r.s, err, sizeof(err)))
 		goto fail;
