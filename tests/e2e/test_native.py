@@ -162,6 +162,35 @@ def test_perf_trampolines_do_not_break_the_merge(python, tmp_path):
     assert named >= 0.9 * leafs, f"{named} of {leafs} leaf samples show their trampoline"
 
 
+PERF_JIT = [p for p in SUPPORTED if p[1] >= (3, 13)]
+
+
+@pytest.mark.parametrize("python", PERF_JIT, ids=[p[0] for p in PERF_JIT])
+def test_perf_jit_trampolines_are_named_from_the_jitdump(python, tmp_path):
+    """python -X perf_jit (3.13+) lists its trampolines in a jitdump file it
+    maps, not in a perf map: they are named from it ("py::hot:FILE ([jit])")
+    and the merge is whole."""
+    before = set(glob.glob("/tmp/jit-*.dump")) | set(glob.glob("/tmp/perf-*.map"))
+    try:
+        stacks, r = record(python[0], tmp_path, "perf_jit.py", "2", pyflags=["-X", "perf_jit"])
+        made = set(glob.glob("/tmp/jit-*.dump")) | set(glob.glob("/tmp/perf-*.map"))
+    finally:  # CPython leaves its jitdump file behind
+        for f in set(glob.glob("/tmp/jit-*.dump")) - before:
+            os.unlink(f)
+    new = made - before
+    assert new and all(f.endswith(".dump") for f in new), f"no jitdump file alone: {new}"
+    hot = [(f, c) for f, c in stacks if names(f)[-1:] == ["hot"]]
+    total = sum(c for _, c in hot)
+    assert total > 500, r.stderr
+    whole = sum(c for f, c in hot if names(f) == ["<module>", "main", "hot"])
+    assert whole >= 0.95 * total, f"{whole} of {total}"
+    named = sum(c for f, c in hot if any(x.startswith("py::hot:") and x.endswith(" ([jit])")
+                                         for x in f))
+    assert named >= 0.9 * total, f"{named} of {total} hot samples show its trampoline"
+    anon = [f for f, _ in stacks if any(x.startswith("[jit] (anon") for x in f)]
+    assert len(anon) <= 0.1 * len(stacks), anon[:1]
+
+
 def test_python_only_has_no_native_frames(tmp_path):
     assert SUPPORTED, "no supported CPython"
     stacks, _ = record(SUPPORTED[-1][0], tmp_path, "qsort_cb.py", "1", extra=["--python-only"])

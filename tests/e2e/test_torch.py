@@ -6,6 +6,7 @@ the intra-op pool's threads present with native frames, and few stacks cut
 short.  libtorch_cpu's table (1.4 million rows) is built when a sample first
 lands in it, so a share of early samples end in [native pending]; they are
 bounded apart from real cuts."""
+import glob
 import os
 import subprocess
 
@@ -29,13 +30,18 @@ def torch_python():
 @pytest.fixture(scope="module")
 def training(tmp_path_factory):
     py = torch_python()
-    out = tmp_path_factory.mktemp("torch") / "t.folded"
+    tmp = tmp_path_factory.mktemp("torch")
+    out = tmp / "t.folded"
     # "jit": oneDNN's convolutions on, as PyTorch has them by default;
-    # ONEDNN_JIT_PROFILE=2: oneDNN lists its kernels in /tmp/perf-PID.map
+    # ONEDNN_JIT_PROFILE=4: oneDNN lists its kernels in a jitdump file,
+    # $JITDUMPDIR/.debug/jit/dnnl.XXXXXX/jit-PID.dump, and in no perf map
+    # (2 would write /tmp/perf-PID.map, which CPython's -X perf tests cover)
     r = run_pyperf(["-F", "499", "--threads", "-o", str(out), "--", py,
                     os.path.join(WORKLOADS, "torch_train.py"), "6", "jit"], timeout=180,
-                   env=dict(os.environ, ONEDNN_JIT_PROFILE="2"))
+                   env=dict(os.environ, ONEDNN_JIT_PROFILE="4", JITDUMPDIR=str(tmp)))
     assert r.returncode == 0, r.stderr
+    assert glob.glob(str(tmp / ".debug" / "jit" / "dnnl.*" / "jit-*.dump")), \
+        "oneDNN wrote no jitdump file"
     return parse_folded(out.read_text()), r
 
 
@@ -85,7 +91,7 @@ def test_worker_processes_and_pool_threads(training):
 def test_onednn_jit_kernels_are_named_and_left(training):
     """oneDNN compiles its convolution kernels into anonymous executable
     memory, with neither CFI nor frame pointers: they are named from the
-    perf map oneDNN writes when asked (ONEDNN_JIT_PROFILE=2), e.g.
+    jitdump file oneDNN writes when asked (ONEDNN_JIT_PROFILE=4), e.g.
     "jit_avx512_common_conv_fwd_kernel ([jit])", and the scan of the stack
     finds their callers: Conv2d's forward (and the backward pass) above
     them in the main thread, the OpenMP pool's threads' own native frames

@@ -248,6 +248,35 @@ def daemon_config_seeds():
     put("daemon_config", "bad-line", b"frequency = 99999\n")
 
 
+def jitdump_seeds(tmp):
+    """jitdump files: one built here (loads, a move, records skipped, a
+    record cut short) and, where CPython 3.13 is installed, one its
+    -X perf_jit wrote."""
+    def rec(kind, body):
+        return struct.pack("<IIQ", kind, 16 + len(body), 1) + body
+
+    def load(addr, size, name):
+        return rec(0, struct.pack("<IIQQQQ", 1, 1, addr, addr, size, 3) + name + b"\0" +
+                   b"\xc3" * size)
+
+    head = struct.pack("<IIIIIIQQ", 0x4A695444, 1, 40, 62, 0, 1, 0, 0)
+    body = (load(0x7f0000001000, 0x20, b"jit_avx512_kernel") + rec(2, b"\0" * 24) +
+            load(0x7f0000002000, 0x10, b"py::handle:/srv/app.py") +
+            rec(1, struct.pack("<IIQQQQQ", 1, 1, 0, 0x7f0000001000, 0x7f0000003000, 0x20, 3)) +
+            rec(4, b"\0" * 32) + rec(3, b""))
+    put("jitdump", "built", head + body)
+    put("jitdump", "cut-short", head + body[:-40])
+    py = "/root/.pyenv/versions/3.13.0/bin/python3.13"
+    if os.access(py, os.X_OK):
+        r = subprocess.run([py, "-X", "perf_jit", "-c",
+                            "import os; print(os.getpid())\ndef f(): pass\nf()"],
+                           capture_output=True, text=True, cwd=tmp, check=True)
+        dump = "/tmp/jit-%s.dump" % r.stdout.strip()
+        with open(dump, "rb") as f:
+            put("jitdump", "cpython-3.13-perf-jit", f.read()[:16384])
+        os.unlink(dump)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         elves = elf_seeds(tmp)
@@ -259,6 +288,7 @@ def main():
             put("nsym", name, struct.pack("<Q", addr + 4) + data)
         sampler_seeds(tmp)
         gdbjit_seeds(tmp)
+        jitdump_seeds(tmp)
     for f in glob.glob(os.path.join(ROOT, "tests", "unit", "data", "debug_offsets_*.bin")):
         with open(f, "rb") as src:
             put("debug_offsets", os.path.basename(f), src.read())

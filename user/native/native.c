@@ -8,6 +8,7 @@
 #include "elfsym.h"
 #include "errmsg.h"
 #include "gdbjit.h"
+#include "jitdump.h"
 #include "nsym.h"
 #include "perfmap.h"
 #include "procmaps.h"
@@ -82,7 +83,10 @@ struct nproc {
 	struct perfmap jit;          /* from /tmp/perf-PID.map */
 	struct perfmap gdb;          /* from the GDB JIT interface (gdbjit.h) */
 	uint64_t gdb_read_ns;        /* when that was last read */
+	struct perfmap dump;         /* from the jitdump file the JIT maps (jitdump.h) */
+	uint64_t dump_read_ns;       /* when that was last read */
 	bool jit_refused;            /* that file was refused (said once) */
+	bool dump_refused;           /* the jitdump file was refused (said once) */
 	bool stale;                  /* a mapping taken for plain JIT code holds perf
 				      * trampolines: read the mappings again */
 	unsigned rereads;            /* for that, at most STALE_REREADS */
@@ -131,6 +135,7 @@ static void free_proc(void *v)
 	free(p->v);
 	perfmap_free(&p->jit);
 	perfmap_free(&p->gdb);
+	perfmap_free(&p->dump);
 	free(p);
 }
 
@@ -148,6 +153,29 @@ static void read_perf_map(struct nproc *p)
 		fprintf(stderr, "pyperf-bpf: pid %d: %s; its JIT frames are not named\n", p->pid,
 			why);
 	}
+}
+
+#define JIT_REREAD_NS (200ull * 1000 * 1000) /* a JIT's lists read at most this often */
+
+/* The JIT symbol holding pc in the jitdump file the process maps (CPython's
+ * -X perf_jit, LLVM's and V8's perf support), the file read on from where
+ * the last read stopped when pc is not in it, at most every JIT_REREAD_NS;
+ * a file refused is said once and not read again for that process. */
+static const struct jit_sym *jitdump_find(struct nproc *p, uint64_t pc)
+{
+	const struct jit_sym *j = perfmap_find(&p->dump, pc);
+	uint64_t now = clock_mono_ns();
+	char why[256];
+
+	if (j || p->dump_refused || (p->dump_read_ns && now - p->dump_read_ns < JIT_REREAD_NS))
+		return j;
+	p->dump_read_ns = now;
+	if (jitdump_read(&p->dump, p->pid, why, sizeof(why)) < 0) {
+		p->dump_refused = true;
+		fprintf(stderr, "pyperf-bpf: pid %d: %s; its JIT frames are not named from it\n",
+			p->pid, why);
+	}
+	return perfmap_find(&p->dump, pc);
 }
 
 static void free_func(void *v)
@@ -799,26 +827,40 @@ static uint32_t trampoline_code(int pid, uint64_t addr)
 						 : 0;
 }
 
+/* does the JIT's list m have "py::..." entries in [start, end)?  The
+ * arena's table as perf_trampolines returns it, else 0 */
+static uint32_t listed_trampolines(struct nproc *np, const struct perfmap *m, uint64_t start,
+				   uint64_t end)
+{
+	const struct jit_sym *j = perfmap_find(m, start);
+	uint32_t t;
+
+	for (size_t i = j ? (size_t)(j - m->v) : 0; i < m->n && m->v[i].start < end; i++)
+		if (m->v[i].start >= start && !strncmp(m->v[i].name, "py::", 4)) {
+			/* not the code we know: the older rule, which keeps rbp */
+			t = trampoline_code(np->pid, m->v[i].start);
+			return t ? t : TABLE_TRAMPOLINE;
+		}
+	return 0;
+}
+
 /* Is [start, end) an arena of CPython's perf trampolines (-X perf, 3.12+)?
- * Its code says so, or the perf map lists "py::..." entries in it.  Returns
+ * Its code says so, or the perf map (or the jitdump file, -X perf_jit)
+ * lists "py::..." entries in it.  Returns
  * the arena's fixed table, 0 if it is not one. */
 static uint32_t perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 {
-	const struct jit_sym *j;
 	uint32_t t = trampoline_code(np->pid, start);
 
 	if (t)
 		return t;
 	read_perf_map(np);
-	j = perfmap_find(&np->jit, start);
-	for (size_t i = j ? (size_t)(j - np->jit.v) : 0; i < np->jit.n && np->jit.v[i].start < end;
-	     i++)
-		if (np->jit.v[i].start >= start && !strncmp(np->jit.v[i].name, "py::", 4)) {
-			/* not the code we know: the older rule, which keeps rbp */
-			t = trampoline_code(np->pid, np->jit.v[i].start);
-			return t ? t : TABLE_TRAMPOLINE;
-		}
-	return 0;
+	t = listed_trampolines(np, &np->jit, start, end);
+	if (!t) {
+		(void)jitdump_find(np, start); /* -X perf_jit lists them there */
+		t = listed_trampolines(np, &np->dump, start, end);
+	}
+	return t;
 }
 
 int native_proc_update(struct native *n, int pid, struct native_maps *out, char *err,
@@ -998,8 +1040,6 @@ static struct func *intern(struct native *n, struct nbin *bin, const struct bina
 	return f;
 }
 
-#define GDBJIT_REREAD_NS (200ull * 1000 * 1000) /* the list read at most this often */
-
 /* The runtime address of the GDB JIT interface's descriptor in np: the
  * first binary it maps that defines one (each binary looked up once). */
 static uint64_t jit_descriptor(struct nproc *np)
@@ -1027,13 +1067,13 @@ static uint64_t jit_descriptor(struct nproc *np)
 
 /* the JIT symbol holding pc that the GDB JIT interface names (LLVM's MCJIT:
  * numba), its list read again when pc is not in it, at most every
- * GDBJIT_REREAD_NS */
+ * JIT_REREAD_NS */
 static const struct jit_sym *gdbjit_find(struct nproc *np, uint64_t pc)
 {
 	const struct jit_sym *j = perfmap_find(&np->gdb, pc);
 	uint64_t now = clock_mono_ns(), desc;
 
-	if (j || now - np->gdb_read_ns < GDBJIT_REREAD_NS)
+	if (j || now - np->gdb_read_ns < JIT_REREAD_NS)
 		return j;
 	np->gdb_read_ns = now;
 	if (!(desc = jit_descriptor(np)))
@@ -1044,7 +1084,7 @@ static const struct jit_sym *gdbjit_find(struct nproc *np, uint64_t pc)
 }
 
 /* code without a file (JIT): named from the perf map if the JIT wrote one,
- * or from the GDB JIT interface, else "[jit]" with its mapping
+ * its jitdump file, or the GDB JIT interface, else "[jit]" with its mapping
  * ("anon 0x7f..."), one name per mapping */
 static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t pc)
 {
@@ -1054,6 +1094,8 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 		read_perf_map(np);
 		j = perfmap_find(&np->jit, pc);
 	}
+	if (!j)
+		j = jitdump_find(np, pc);
 	if (!j)
 		j = gdbjit_find(np, pc);
 	if (!j) {
