@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 # output, lib); headers are included by name from any of them
 USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf $(patsubst %/,-I%,$(USER_DIRS)) -I$(BUILD)
-LDLIBS := -lbpf -ldw -lelf -lcapstone -lz -lprotobuf-c -lstdc++ -ldl -lm
+LDLIBS := -lbpf -ldw -ldebuginfod -lelf -lcapstone -lz -lprotobuf-c -lstdc++ -ldl -lm
 
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Wno-unused-function
 

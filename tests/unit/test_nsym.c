@@ -457,6 +457,52 @@ static void debuglink_file_next_to_binary(void **state)
 	free(full.v);
 }
 
+/* 2c'. a debug file named by the caller (one fetched from debuginfod, kept
+ * where no search looks): it names the static functions; a stripped binary
+ * without one wants one, a binary with its .symtab does not */
+static void debug_file_given(void **state)
+{
+	char src[128], bin[128], dbg[160], cmd[1024], err[256];
+	struct nmlist full;
+	const struct nmsym *helper;
+	struct nsym_bin *b;
+	const char *saved = debuginfo_path;
+	int fd;
+
+	snprintf(src, sizeof(src), "%s/s.c", tmpdir);
+	snprintf(bin, sizeof(bin), "%s/given", tmpdir);
+	snprintf(dbg, sizeof(dbg), "%s/fetched/debuginfo", tmpdir);
+	write_file(src, static_src);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && gcc -O2 -g -o given s.c && mkdir -p fetched &&"
+		 " objcopy --only-keep-debug given fetched/debuginfo && cp given given.full &&"
+		 " strip --strip-all given", tmpdir);
+	run(cmd);
+	full = nm_list("", dbg);
+	assert_non_null(helper = nm_find(&full, "hidden_helper"));
+	debuginfo_path = "/nonexistent";
+	b = open_bin(bin);
+	assert_int_equal(nsym_wants_debug_file(b), 1);
+	expect_fallback(b, helper->value);
+	nsym_close(b);
+	fd = open(bin, O_RDONLY);
+	assert_true(fd >= 0);
+	b = nsym_open_debug(fd, bin, debuginfo_path, dbg, err, sizeof(err));
+	close(fd);
+	assert_non_null(b);
+	assert_int_equal(nsym_has_debug_file(b), 1);
+	assert_int_equal(nsym_wants_debug_file(b), 0);
+	expect_function(b, helper, "hidden_helper");
+	nsym_close(b);
+	/* the unstripped binary has all it needs */
+	snprintf(cmd, sizeof(cmd), "%s.full", bin);
+	b = open_bin(cmd);
+	assert_int_equal(nsym_wants_debug_file(b), 0);
+	nsym_close(b);
+	debuginfo_path = saved;
+	free(full.v);
+}
+
 /* 2d. .gnu_debugdata (MiniDebugInfo, as Fedora ships): an xz'd ELF with the
  * static functions' symbols inside the stripped binary */
 static void minidebuginfo(void **state)
@@ -720,6 +766,7 @@ int main(void)
 		cmocka_unit_test(stripped_binary_with_build_id_debug_file),
 		cmocka_unit_test(eval_loop_parts_without_debug_file),
 		cmocka_unit_test(debuglink_file_next_to_binary),
+		cmocka_unit_test(debug_file_given),
 		cmocka_unit_test(minidebuginfo),
 		cmocka_unit_test(libpython_functions),
 		cmocka_unit_test(shared_object_not_at_zero),

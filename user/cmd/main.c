@@ -3,6 +3,7 @@
  * ends there with one line on stderr and exit status 2, before anything is
  * loaded or written. */
 #include "daemon.h"
+#include "dbgfetch.h"
 #include "dump.h"
 #include "record.h"
 #include "top.h"
@@ -24,6 +25,9 @@ int main(int argc, char **argv)
 		return daemon_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "leaks"))
 		return leaks_main(argc - 1, argv + 1);
+	/* internal: the helper that fetches a debug file (dbgfetch.h) */
+	if (argc == 3 && !strcmp(argv[1], "debuginfod-fetch"))
+		return dbgfetch_helper(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("pyperf-bpf %s\n", VERSION);
 		return 0;

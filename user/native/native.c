@@ -7,6 +7,7 @@
 #include "pyread.h"
 #include "elfsym.h"
 #include "errmsg.h"
+#include "dbgfetch.h"
 #include "gdbjit.h"
 #include "jitdump.h"
 #include "nsym.h"
@@ -47,6 +48,8 @@ struct nseg {
 	uint64_t vaddr, offset, filesz;
 };
 
+#define FALLBACKS_MAX 65536   /* unnamed addresses of a binary renamed later */
+
 struct nbin {
 	char *path;                  /* as the process mapped it */
 	const char *base;            /* its last component */
@@ -61,6 +64,10 @@ struct nbin {
 	uint64_t loaded_ns;
 	struct nsym_bin *sym;        /* opened on first use */
 	bool sym_failed;
+	uint8_t fetch;               /* debuginfod: 0 not looked at, 1 fetching, 2 no */
+	char build_id[81];           /* hex, while fetching */
+	struct func **fallback;      /* named "binary+0x..." while fetching */
+	size_t nfallback, capfallback;
 	uint8_t jitdesc;             /* defines __jit_debug_descriptor: 0 not looked
 				      * up yet, 1 no, 2 yes, at jitdesc_value */
 	uint64_t jitdesc_value;
@@ -121,6 +128,7 @@ static void free_bin(void *v)
 {
 	struct nbin *b = v;
 
+	free(b->fallback);
 	nsym_close(b->sym);
 	if (b->fd >= 0)
 		close(b->fd);
@@ -1124,6 +1132,77 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 	return intern(n, (struct nbin *)np, NULL, j->start, j->name, "[jit]");
 }
 
+/* debuginfod: should a debug file be fetched for b (its symbols just
+ * opened)?  Asked then, by build-id. */
+static void want_debug_file(struct native *n, struct nbin *b)
+{
+	char fdpath[64];
+
+	b->fetch = 2;
+	if (!n->fetch || !b->sym || !nsym_wants_debug_file(b->sym))
+		return;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", b->fd);
+	if (elf_read_build_id(fdpath, b->build_id, sizeof(b->build_id)) != 0 || !b->build_id[0])
+		return;
+	b->fetch = 1;
+	dbgfetch_want(n->fetch, b->build_id);
+}
+
+/* debuginfod: debug files arrived; each binary waiting for one is named
+ * anew from it, and its addresses named "binary+0x..." so far are renamed
+ * in place (the stacks already counted show the names too) */
+static void debug_files_arrived(struct native *n)
+{
+	n->fetch_gen = dbgfetch_generation(n->fetch);
+	hmap_for_each(&n->bins, e) {
+		struct nbin *b = e->val;
+		char *path, err[256], name[512];
+		struct nsym_bin *sym;
+		uint64_t start;
+
+		if (b->fetch != 1 || !(path = dbgfetch_path(n->fetch, b->build_id)))
+			continue;
+		sym = nsym_open_debug(b->fd, b->path, n->debuginfo_path, path, err, sizeof(err));
+		free(path);
+		if (!sym || !nsym_has_debug_file(sym)) {
+			nsym_close(sym);
+			continue;
+		}
+		nsym_close(b->sym);
+		b->sym = sym;
+		b->fetch = 2;
+		for (size_t i = 0; i < b->nfallback; i++) {
+			struct func *f = b->fallback[i];
+			char *named;
+
+			if (nsym_name(sym, f->addr, name, sizeof(name), &start) == 1 &&
+			    (named = strdup(name))) {
+				free(f->name);
+				f->name = named;
+			}
+		}
+		free(b->fallback);
+		b->fallback = NULL;
+		b->nfallback = b->capfallback = 0;
+	}
+}
+
+/* an address of b named "binary+0x...": renamed if a debug file comes */
+static void note_fallback(struct nbin *b, struct func *f)
+{
+	if (b->nfallback == b->capfallback) {
+		size_t cap = b->capfallback ? 2 * b->capfallback : 64;
+		struct func **v = cap <= FALLBACKS_MAX ? realloc(b->fallback, cap * sizeof(*v))
+						       : NULL;
+
+		if (!v)
+			return;
+		b->fallback = v;
+		b->capfallback = cap;
+	}
+	b->fallback[b->nfallback++] = f;
+}
+
 const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
 {
 	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
@@ -1134,6 +1213,8 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 	struct func *f;
 	int named = 0;
 
+	if (n->fetch && dbgfetch_generation(n->fetch) != n->fetch_gen)
+		debug_files_arrived(n);
 	if (m && !m->bin)
 		return jit_func(n, np, pc - (leaf ? 0 : 1));
 	if (!m)
@@ -1148,12 +1229,16 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 		m->bin->sym = nsym_open(m->bin->fd, m->bin->path, n->debuginfo_path, err, sizeof(err));
 		m->bin->sym_failed = !m->bin->sym;
 	}
+	if (!m->bin->fetch)
+		want_debug_file(n, m->bin);
 	if (m->bin->sym) {
 		named = nsym_name(m->bin->sym, vaddr, name, sizeof(name), &start);
 	} else {
 		snprintf(name, sizeof(name), "%s+0x%llx", m->bin->base, (unsigned long long)vaddr);
 	}
 	f = intern(n, m->bin, &m->bin->info, named ? start : vaddr, name, m->bin->base);
+	if (f != n->unknown && !named && m->bin->fetch == 1)
+		note_fallback(m->bin, f);
 	if (f != n->unknown)
 		(void)hmap_put(&n->pcs, &k, sizeof(k), f); /* out of memory: named again next time */
 	return f;

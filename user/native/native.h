@@ -22,6 +22,8 @@
 #include "pyperf.h"
 #include "frame.h"
 
+struct dbgfetch;
+
 struct sampler;
 struct nbin;
 struct native_worker;
@@ -82,6 +84,9 @@ struct native {
 	uint64_t stamp;              /* marks binaries counted once per process */
 	uint64_t t0;
 	struct native_worker *w;     /* threaded: the builder */
+	struct dbgfetch *fetch;      /* debuginfod (NULL: none): debug files for binaries
+				      * with neither .symtab nor a local debug file */
+	uint64_t fetch_gen;          /* its generation last looked at */
 	struct native_stats st;
 };
 

@@ -87,11 +87,13 @@ struct cslot {
 struct nsym_bin {
 	Dwfl_Callbacks cb;           /* libdwfl keeps a pointer to it */
 	char *debuginfo_path;        /* cb.debuginfo_path points here */
+	char *given_debug;           /* a debug file named by the caller (fetched) */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	char *path;
 	char *base;
 	bool loaded, debug_file;
+	bool own_symtab;             /* the binary has a .symtab of its own */
 	struct fsym *v;              /* every function symbol, by address */
 	struct hmap disp;            /* v index -> name as shown, made on first use */
 	size_t n, cap;
@@ -116,9 +118,34 @@ static unsigned elf_type(const unsigned char *h)
 					 : (unsigned)h[EI_NIDENT + 1] << 8 | h[EI_NIDENT];
 }
 
+/* libdwfl's search for a debug file, unless the caller named one */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	struct nsym_bin *b = *userdata;
+
+	if (b && b->given_debug) {
+		int fd = open(b->given_debug, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0)
+			*debuginfo_file_name = strdup(b->given_debug);
+		return fd;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					    debuglink_file, debuglink_crc, debuginfo_file_name);
+}
+
 struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path, char *err,
 			   size_t errlen)
 {
+	return nsym_open_debug(fd, path, debuginfo_path, NULL, err, errlen);
+}
+
+struct nsym_bin *nsym_open_debug(int fd, const char *path, const char *debuginfo_path,
+				 const char *debug_file, char *err, size_t errlen)
+{
+	void **userdata = NULL;
 	unsigned char h[EI_NIDENT + 2];
 	struct nsym_bin *b = NULL;
 	struct stat by_path, by_fd;
@@ -151,7 +178,8 @@ struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path,
 	if (!(b = calloc(1, sizeof(*b))) || !(b->path = strdup(path)) ||
 	    !(b->base = strdup(basename_of(path))) ||
 	    (debuginfo_path && !(b->debuginfo_path = strdup(debuginfo_path))) ||
-	    (!debuginfo_path && prefix_debug_path(path, &b->debuginfo_path))) {
+	    (!debuginfo_path && prefix_debug_path(path, &b->debuginfo_path)) ||
+	    (debug_file && !(b->given_debug = strdup(debug_file)))) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
@@ -174,7 +202,7 @@ struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path,
 		file_name = fdname;
 	}
 	b->cb.find_elf = dwfl_build_id_find_elf;
-	b->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	b->cb.find_debuginfo = find_debuginfo;
 	b->cb.section_address = dwfl_offline_section_address;
 	b->cb.debuginfo_path = b->debuginfo_path ? &b->debuginfo_path : NULL;
 	if (!(b->dwfl = dwfl_begin(&b->cb))) {
@@ -189,6 +217,10 @@ struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path,
 		goto fail;
 	}
 	dfd = -1;
+	/* find_debuginfo's userdata: this nsym_bin */
+	dwfl_module_info(b->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (userdata)
+		*userdata = b;
 	if (dwfl_report_end(b->dwfl, NULL, NULL) != 0) {
 		set_err(err, errlen, "%s: %s", path, dwfl_errmsg(-1));
 		goto fail;
@@ -219,6 +251,7 @@ void nsym_close(struct nsym_bin *b)
 	free(b->parent);
 	free(b->cache);
 	free(b->debuginfo_path);
+	free(b->given_debug);
 	free(b->base);
 	free(b->path);
 	free(b);
@@ -480,6 +513,12 @@ static void load(struct nsym_bin *b)
 	b->loaded = true;
 	if (!b->mod || !(elf = dwfl_module_getelf(b->mod, &bias)))
 		return;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			b->own_symtab = true;
+	}
 	n = dwfl_module_getsymtab(b->mod);
 	if (n > 0) {
 		const char *debug = NULL;
@@ -687,6 +726,15 @@ int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t 
 const char *nsym_module(const struct nsym_bin *b)
 {
 	return b ? b->base : "?";
+}
+
+int nsym_wants_debug_file(struct nsym_bin *b)
+{
+	if (!b)
+		return 0;
+	if (!b->loaded)
+		load(b);
+	return b->mod && !b->debug_file && !b->own_symtab;
 }
 
 int nsym_has_debug_file(struct nsym_bin *b)

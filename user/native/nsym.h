@@ -11,9 +11,11 @@
  * (by build-id under /usr/lib/debug/.build-id/, or by .gnu_debuglink next to
  * the binary or under /usr/lib/debug); else .dynsym, plus .gnu_debugdata
  * (MiniDebugInfo) when present.  On x86-64, PLT stubs are named "foo@plt".
- * When the environment sets DEBUGINFOD_URLS, libdwfl also asks those
- * debuginfod servers (over the network, with their timeout) for binaries
- * that have no debug file here.
+ * A debug file fetched elsewhere can be named by the caller
+ * (nsym_open_debug).  libdwfl would also ask the debuginfod servers in
+ * DEBUGINFOD_URLS itself, on the calling thread, for as long as they take:
+ * the profiler takes that variable out of its environment and fetches in
+ * helper processes instead (dbgfetch.h).
  *
  * A symbol names only the addresses inside it, value to value + size (a
  * symbol of size 0 names just its own address): a static function of a
@@ -44,6 +46,10 @@ struct nsym_bin;
  * not ELF, or not an executable or shared object. */
 struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path, char *err,
 			   size_t errlen);
+/* The same, with its debug file named (one fetched from a debuginfod
+ * server): no search for another. */
+struct nsym_bin *nsym_open_debug(int fd, const char *path, const char *debuginfo_path,
+				 const char *debug_file, char *err, size_t errlen);
 /* Free everything, close the duplicated descriptor.  NULL is fine. */
 void nsym_close(struct nsym_bin *b);
 
@@ -68,5 +74,8 @@ const char *nsym_module(const struct nsym_bin *b);
  * which happens only when the binary has no .symtab of its own; its .symtab
  * then names the functions.  Loads the symbols if not yet done. */
 int nsym_has_debug_file(struct nsym_bin *b);
+/* 1 if the binary has neither a .symtab nor a debug file here: a debug
+ * file from elsewhere (debuginfod) would name more.  Loads the symbols. */
+int nsym_wants_debug_file(struct nsym_bin *b);
 
 #endif

@@ -16,6 +16,7 @@
  * exponential backoff (a fresh exec may not have mapped libpython yet); a
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "session.h"
+#include "dbgfetch.h"
 #include "errmsg.h"
 #include "execlibc.h"
 #include "clock.h"
@@ -803,6 +804,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf };
 	char err[1024];
+	struct dbgfetch *fetch = NULL;
 	int go = -1, errfd = -1, rc = 1;
 	uint64_t start, load0;
 	double loop_cpu;
@@ -819,6 +821,10 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		goto fail;
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;
+	/* after the command is forked (it keeps DEBUGINFOD_URLS), before
+	 * threads that could read the environment start */
+	if (!o->no_native)
+		fetch = dbgfetch_start(DBGFETCH_TIMEOUT_S, o->verbose);
 	load0 = clock_mono_ns();
 	if (sampler_open(&r.s, &so, &events, err, sizeof(err)))
 		goto fail;
@@ -835,6 +841,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		}
 		r.nat.verbose = o->verbose;
 		r.nat.debuginfo_path = o->debuginfo_path;
+		r.nat.fetch = fetch;
+		fetch = NULL;
 		r.nmaps = malloc(sizeof(*r.nmaps));
 		if (!r.nmaps) {
 			set_err(err, sizeof(err), "out of memory");
@@ -919,6 +927,9 @@ out:
 		close(errfd);
 	/* a table being built goes into the sampler's maps: the builders first */
 	native_stop(&r.nat);
+	dbgfetch_stop(r.nat.fetch);
+	dbgfetch_stop(fetch); /* not handed over */
+	r.nat.fetch = NULL;
 	sampler_close(r.s);
 	profile_free(&r.prof);
 	naming_free(&r.names);
