@@ -208,39 +208,14 @@ static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
  * mapped file whose code before that address is a call instruction.  The
  * walk goes on from there with CFI, and that frame is marked. */
 
-#define FP_FRAME_MAX (1ULL << 20) /* a caller's frame pointer this far up at most */
-
-/* Is the instruction that ends at `ra` a call?  E8 rel32, or FF /2 in any
- * of its ModRM forms (register, memory, SIB, disp8, disp32, rip). */
+/* Is the instruction that ends at `ra` a call?  (unwind_step.h decodes) */
 static __always_inline bool after_call(__u64 ra)
 {
 	__u8 b[16] = {};
 
 	if (ra < 8 || bpf_probe_read_user(b, 8, (void *)(ra - 8)))
 		return false;
-	if (b[3] == 0xe8)
-		return true;
-	/* FF, its ModRM (and SIB, displacement) ending at ra: k bytes in all */
-#pragma unroll
-	for (int k = 2; k <= 7; k++) {
-		__u8 modrm = b[9 - k], mod = modrm >> 6, rm = modrm & 7;
-		int len = 2;
-
-		if (b[8 - k] != 0xff || ((modrm >> 3) & 7) != 2)
-			continue;
-		if (mod != 3 && rm == 4) {
-			len++;
-			if (mod == 0 && (b[10 - k] & 7) == 5)
-				len += 4;
-		}
-		if (mod == 1)
-			len += 1;
-		else if (mod == 2 || (mod == 0 && rm == 5))
-			len += 4;
-		if (len == k)
-			return true;
-	}
-	return false;
+	return unwind_code_is_call(b);
 }
 
 /* one step of the frame-pointer chain, if it is plausible */
@@ -248,8 +223,7 @@ static __always_inline bool fp_step_plausible(struct native_walk *u)
 {
 	struct unwind_regs g = u->g;
 
-	if (unwind_fp_step(u->s, &g) != UNWIND_STEPPED ||
-	    (g.bp && (g.bp <= u->g.bp || g.bp - u->g.bp > FP_FRAME_MAX)) ||
+	if (unwind_fp_step(u->s, &g) != UNWIND_STEPPED || !unwind_fp_plausible(&u->g, &g) ||
 	    !find_mapping(u->s, u->nm, g.pc))
 		return false;
 	u->g = g;
@@ -322,22 +296,7 @@ static __always_inline bool scan_stack(struct native_walk *u)
 	u->g.pc = s->scan_pc;
 	u->g.sp = s->scan_sp;
 	u->g.bx = 0;
-	/* the caller's rbp, if the callee used it for data: a prologue pushes
-	 * the callee-saved registers right below the return address, so the
-	 * first of those words that points into the stack above is taken */
-	if (u->g.bp <= u->g.sp || u->g.bp - u->g.sp > FP_FRAME_MAX) {
-#pragma unroll
-		for (int k = 2; k <= 7; k++) {
-			__u64 w;
-
-			if (stack_word(s, u->g.sp - 8 * k, &w))
-				break;
-			if (w > u->g.sp && w - u->g.sp <= FP_FRAME_MAX) {
-				u->g.bp = w;
-				break;
-			}
-		}
-	}
+	unwind_scan_bp(s, &u->g);
 	VSTORE(s->scan_mark, 1);
 	VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_SCANNED);
 	return true;

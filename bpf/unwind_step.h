@@ -16,6 +16,11 @@
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
+#ifdef __bpf__
+#define UNWIND_UNROLL _Pragma("unroll")
+#else
+#define UNWIND_UNROLL
+#endif
 
 enum unwind_step_result {
 	UNWIND_STEPPED = 0,          /* g holds the caller's registers */
@@ -90,6 +95,71 @@ static __always_inline int unwind_fp_step(void *ctx, struct unwind_regs *g)
 	g->pc = ra;
 	g->bx = 0;
 	return UNWIND_STEPPED;
+}
+
+/* ---- leaving code without CFI (see native_unwind.bpf.h) ---- */
+
+#define UNWIND_FP_FRAME_MAX (1ULL << 20) /* a caller's frame pointer this far up at most */
+
+/* Is a step of the frame-pointer chain, from `from` to `to`, plausible?
+ * The caller's rbp above this one (or 0) and not too far. (That the return
+ * address is mapped is the caller's to check.) */
+static __always_inline int unwind_fp_plausible(const struct unwind_regs *from,
+					       const struct unwind_regs *to)
+{
+	return !to->bp || (to->bp > from->bp && to->bp - from->bp <= UNWIND_FP_FRAME_MAX);
+}
+
+/* Is the instruction that ends where b[8] would be a call?  b[0..7] are the
+ * 8 bytes before a return address, b[8..15] zero.  E8 rel32, or FF /2 in
+ * any of its ModRM forms (register, memory, SIB, disp8, disp32, rip). */
+static __always_inline int unwind_code_is_call(const __u8 *b)
+{
+	if (b[3] == 0xe8)
+		return 1;
+	/* FF, its ModRM (and SIB, displacement) ending at the address: k bytes */
+UNWIND_UNROLL
+	for (int k = 2; k <= 7; k++) {
+		__u8 modrm = b[9 - k], mod = modrm >> 6, rm = modrm & 7;
+		int len = 2;
+
+		if (b[8 - k] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		if (mod != 3 && rm == 4) {
+			len++;
+			if (mod == 0 && (b[10 - k] & 7) == 5)
+				len += 4;
+		}
+		if (mod == 1)
+			len += 1;
+		else if (mod == 2 || (mod == 0 && rm == 5))
+			len += 4;
+		if (len == k)
+			return 1;
+	}
+	return 0;
+}
+
+/* After a scan found a caller (g->pc, g->sp just above its return
+ * address): rbp is callee-saved, so it is kept when it points into the
+ * stack above; else the callee used it for data, and its prologue pushed
+ * the caller's right below the return address: the first of those words
+ * that points into the stack above is taken. */
+static __always_inline void unwind_scan_bp(void *ctx, struct unwind_regs *g)
+{
+	if (g->bp > g->sp && g->bp - g->sp <= UNWIND_FP_FRAME_MAX)
+		return;
+UNWIND_UNROLL
+	for (int k = 2; k <= 7; k++) {
+		__u64 w;
+
+		if (UNWIND_READ(ctx, g->sp - 8 * k, &w))
+			break;
+		if (w > g->sp && w - g->sp <= UNWIND_FP_FRAME_MAX) {
+			g->bp = w;
+			break;
+		}
+	}
 }
 
 #endif

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -364,6 +365,34 @@ def test_jit_code_is_left_by_frame_pointer_or_stack_scan(tmp_path, handjit_lib):
     assert sum(c for _, c in bad) <= 0.02 * sum(seen.values()), bad[:2]
     assert all(f.startswith("[jit] (anon 0x") for fs, _ in stacks for f in fs
                if f.startswith("[jit]"))
+
+
+def test_dump_leaves_jit_code_by_the_same_scan(handjit_lib):
+    """dump --native walks in user space with the sampler's rules: the
+    kernel that uses rbp for data is left by a scan of the stack, its
+    caller marked [stack scan], and the stack goes on to without_fp()."""
+    p = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "handjit.py"),
+                          str(handjit_lib), "60", "without_fp"])
+    try:
+        time.sleep(1)
+        seen = []
+        for _ in range(20):
+            r = run_pyperf(["dump", "-p", str(p.pid), "--native"], timeout=60)
+            assert r.returncode == 0, r.stderr
+            block = r.stdout.split(f'Thread {p.pid} "', 1)[-1].split("\n\n")[0]
+            main = [x.strip() for x in block.splitlines() if x.startswith("    ")]
+            seen.append(main)
+            if main and main[0].startswith("[jit] (anon 0x"):
+                break
+        jit = [m for m in seen if m and m[0].startswith("[jit] (anon 0x")]
+        assert jit, seen[-1]
+        fn = [x.split(" (")[0] for x in jit[0]]
+        assert fn[:2] == ["[jit]", "[stack scan]"], jit[0]
+        assert fn.index("without_fp") > 1 and "<module>" in fn, jit[0]
+        assert not any(x.startswith(("[native", "[unmerged")) for x in fn), jit[0]
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_numba_kernels_are_named_under_their_caller(tmp_path):

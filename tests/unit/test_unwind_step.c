@@ -30,6 +30,7 @@ static int fake_read(struct mem *m, __u64 addr, __u64 *dst)
 
 #define UNWIND_READ(ctx, addr, dst) fake_read((struct mem *)(ctx), (addr), (dst))
 #include "unwind_step.h"
+#include "testutil.h"
 
 static struct unwind_row rule(unsigned cfa_kind, unsigned cfa_off, unsigned rbp_kind, int off8)
 {
@@ -158,6 +159,101 @@ static void test_frame_pointer_step(void **state)
 	assert_int_equal(unwind_fp_step(&m, &g), UNWIND_STOP);
 }
 
+/* The call check the stack scan uses, against the assembler: every call
+ * form ends where a return address would point, and the jumps, pushes and
+ * moves around them (ending there too) are not calls. */
+static void test_code_is_call_as_assembled(void **state)
+{
+	static const char *const src =
+		"call .+0x100\n call *%rax\n call *%r11\n call *(%rax)\n call *(%r12)\n"
+		"call *0x8(%rsp)\n call *0x12345(%rbx)\n call *0x10(%rip)\n"
+		"call *0x7fff0000(,%rcx,8)\n call *(%rax,%rbx,2)\n call *-0x8(%rbp)\n"
+		"jmp *%rax\n jmp *0x10(%rip)\n push %rbp\n ret\n nop\n"
+		"mov %rsp,%rbp\n add $0x8,%rsp\n jmp .+0x100\n";
+	char cmd[512], *out, *line, *save = NULL;
+	FILE *f;
+	__u8 text[4096] = { 0 };
+	unsigned calls = 0, others = 0;
+
+	(void)state;
+	f = fopen("/tmp/test_unwind_step.s", "w");
+	assert_non_null(f);
+	fprintf(f, ".text\n.fill 16, 1, 0x90\n%s", src);
+	fclose(f);
+	run("as -o /tmp/test_unwind_step.o /tmp/test_unwind_step.s && "
+	    "objcopy -O binary -j .text /tmp/test_unwind_step.o /tmp/test_unwind_step.bin");
+	f = fopen("/tmp/test_unwind_step.bin", "rb");
+	assert_non_null(f);
+	assert_true(fread(text, 1, sizeof(text) - 16, f) > 16);
+	fclose(f);
+	/* objdump -d gives each instruction's start; the next start is its end */
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn /tmp/test_unwind_step.o");
+	out = command_output(cmd);
+	{
+		unsigned starts[64], n = 0;
+		char mnems[64][32];
+
+		for (line = strtok_r(out, "\n", &save); line && n < 64;
+		     line = strtok_r(NULL, "\n", &save)) {
+			unsigned at;
+
+			if (sscanf(line, " %x: %31s", &at, mnems[n]) == 2 && at >= 16)
+				starts[n++] = at;
+		}
+		for (unsigned i = 0; i + 1 < n; i++) {
+			__u8 b[16] = { 0 };
+			unsigned end = starts[i + 1];
+			int is_call = !strncmp(mnems[i], "call", 4);
+
+			memcpy(b, text + end - 8, 8);
+			if (unwind_code_is_call(b) != is_call)
+				fail_msg("%s ending at %#x: taken for %s", mnems[i], end,
+					 is_call ? "no call" : "a call");
+			calls += is_call;
+			others += !is_call;
+		}
+	}
+	free(out);
+	assert_int_equal(calls, 11);
+	assert_true(others >= 7);
+}
+
+/* A frame-pointer step is plausible when the caller's rbp is above this
+ * one, and not too far, or 0 (the outermost frame) */
+static void test_fp_plausible(void **state)
+{
+	struct unwind_regs a = { .bp = 0x7ffd0000 }, b = a;
+
+	(void)state;
+	b.bp = a.bp + 0x40;
+	assert_true(unwind_fp_plausible(&a, &b));
+	b.bp = 0;
+	assert_true(unwind_fp_plausible(&a, &b));
+	b.bp = a.bp;
+	assert_false(unwind_fp_plausible(&a, &b));
+	b.bp = a.bp - 0x10;
+	assert_false(unwind_fp_plausible(&a, &b));
+	b.bp = a.bp + UNWIND_FP_FRAME_MAX + 8;
+	assert_false(unwind_fp_plausible(&a, &b));
+}
+
+/* after a scan: rbp kept when it points into the stack above, else the
+ * first pushed word below the return address that does */
+static void test_scan_bp(void **state)
+{
+	struct mem m = { 0 };
+	struct unwind_regs g = { .pc = 0x401000, .sp = SLOT(10), .bp = SLOT(30) };
+
+	(void)state;
+	unwind_scan_bp(&m, &g);
+	assert_int_equal(g.bp, SLOT(30)); /* kept */
+	g.bp = 0x1234;                    /* data */
+	m.w[10 - 2] = 77;                 /* a pushed register, not a frame pointer */
+	m.w[10 - 3] = SLOT(40);           /* the caller's rbp */
+	unwind_scan_bp(&m, &g);
+	assert_int_equal(g.bp, SLOT(40));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +264,9 @@ int main(void)
 		cmocka_unit_test(test_rbx_rule_holds_for_the_leaf_only),
 		cmocka_unit_test(test_end_unsupported_and_unreadable),
 		cmocka_unit_test(test_frame_pointer_step),
+		cmocka_unit_test(test_code_is_call_as_assembled),
+		cmocka_unit_test(test_fp_plausible),
+		cmocka_unit_test(test_scan_bp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

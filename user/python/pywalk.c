@@ -9,6 +9,7 @@
 #include "pyread.h"
 #include "unwind_table.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static uint64_t read_u64(int pid, uint64_t addr)
@@ -129,10 +130,48 @@ static const struct native_mapping *find_mapping(const struct native_maps *nm, u
 #define UNWIND_READ(ctx, addr, dst) mem_read(*(const int *)(ctx), (addr), (dst), sizeof(__u64))
 #include "unwind_step.h"
 
+/* Leave a frame without CFI as the BPF program does (native_unwind.bpf.h):
+ * its frame pointer while the chain is plausible, else the first word of
+ * the stack above sp, PYPERF_SCAN_WORDS at most, that is a return address
+ * (after a call) into a mapping with a table; that caller is marked. */
+static bool leave_jit_frame(int pid, const struct native_maps *nm, struct unwind_regs *g,
+			    bool *scanned)
+{
+	struct unwind_regs f = *g;
+	uint64_t w;
+
+	*scanned = false;
+	if (unwind_fp_step(&pid, &f) == UNWIND_STEPPED && unwind_fp_plausible(g, &f) &&
+	    find_mapping(nm, f.pc)) {
+		*g = f;
+		return true;
+	}
+	for (uint32_t i = 0; i < PYPERF_SCAN_WORDS; i++) {
+		const struct native_mapping *m;
+		__u8 code[16] = { 0 };
+
+		if (mem_read(pid, g->sp + 8ull * i, &w, sizeof(w)))
+			return false; /* past the top of the stack */
+		m = find_mapping(nm, w);
+		if (!m || m->table == TABLE_NONE || w < 8 || mem_read(pid, w - 8, code, 8) ||
+		    !unwind_code_is_call(code))
+			continue;
+		g->sp += 8ull * i + 8;
+		g->pc = w;
+		g->bx = 0;
+		unwind_scan_bp(&pid, g);
+		*scanned = true;
+		return true;
+	}
+	return false;
+}
+
 uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn tables, void *ctx,
 		       struct unwind_regs g, __u64 *pcs, uint32_t cap, uint32_t *flags)
 {
 	uint32_t n = 0;
+
+	bool mark = false;
 
 	*flags = STACK_NATIVE;
 	while (g.pc) {
@@ -145,7 +184,8 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn ta
 			*flags |= STACK_NATIVE_TRUNCATED;
 			break;
 		}
-		pcs[n++] = g.pc;
+		pcs[n++] = g.pc | (mark ? NATIVE_PC_SCANNED : 0);
+		mark = false;
 		m = find_mapping(nm, g.pc);
 		if (!m)
 			goto incomplete;
@@ -154,9 +194,11 @@ uint32_t pywalk_native(int pid, const struct native_maps *nm, pywalk_table_fn ta
 			if (!t || t[0].pc != m->table || t[0].nrows == UNWIND_NO_TABLE)
 				goto incomplete;
 		}
-		if (!t || !t[0].nrows) { /* no CFI: frame pointers */
-			if (unwind_fp_step(&pid, &g) != UNWIND_STEPPED)
+		if (!t || !t[0].nrows) { /* no CFI: frame pointers, else a scan */
+			if (!leave_jit_frame(pid, nm, &g, &mark))
 				goto incomplete;
+			if (mark)
+				*flags |= STACK_NATIVE_SCANNED;
 			continue;
 		}
 		r = unwind_layout_find(t, (uint32_t)(look - m->bias));
