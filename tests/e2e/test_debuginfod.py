@@ -171,3 +171,40 @@ def test_a_server_that_is_down_costs_a_line_in_verbose(lib, tmp_path):
     assert line and "debug file" not in line[0], r.stderr
     leaf, r = record(path, tmp_path, clean_env(tmp_path, DEBUGINFOD_URLS=url))
     assert "debuginfod" not in r.stderr, r.stderr
+
+
+def dump_names(pid, env):
+    """the main thread's frame names in one dump --native"""
+    r = run_pyperf(["dump", "-p", str(pid), "--native"], env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    block = r.stdout.split(f'Thread {pid} "', 1)[-1].split("\n\n")[0]
+    return [x.strip().rsplit(" (", 1)[0] for x in block.splitlines() if x.startswith("    ")]
+
+
+def test_dump_waits_for_the_server_a_bounded_time(lib, server, tmp_path):
+    """dump --native asks the server while it names (the process's threads
+    already running on), waits for the answer and names from it; a server
+    that never answers costs at most its 10 s wait"""
+    path, _, _ = lib
+    p = subprocess.Popen([PYTHON, os.path.join(WORKLOADS, "dbgspin.py"), str(path), "120"],
+                         stdout=subprocess.DEVNULL)
+    url, stop = black_hole()
+    try:
+        time.sleep(1)
+        for _ in range(20):  # until a dump finds the thread in hidden_spin
+            names = dump_names(p.pid, clean_env(tmp_path, DEBUGINFOD_URLS=server))
+            if "hidden_spin" in names:
+                break
+        assert "hidden_spin" in names and "dbg_spin" in names, names
+        assert not any(n.startswith("libdbgspin.so+0x") for n in names), names
+        other = tmp_path / "other"
+        other.mkdir()
+        t0 = time.monotonic()
+        names = dump_names(p.pid, clean_env(other, DEBUGINFOD_URLS=url))
+        took = time.monotonic() - t0
+        assert 9 < took < 20, took
+        assert "dbg_spin" in names and "hidden_spin" not in names, names
+    finally:
+        stop()
+        p.kill()
+        p.wait()

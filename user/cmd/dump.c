@@ -15,6 +15,7 @@
 #include "errmsg.h"
 #include "naming.h"
 #include "native.h"
+#include "dbgfetch.h"
 #include "output.h"
 #include "profile.h"
 #include "pyasync.h"
@@ -36,6 +37,7 @@
 #define MAX_THREADS 4096
 #define MAX_TASKS 100000             /* asyncio tasks listed */
 #define STOP_TIMEOUT_MS 2000
+#define DUMP_FETCH_WAIT_S 10             /* for debug files from debuginfod */
 
 struct dthread {
 	int tid;
@@ -46,6 +48,7 @@ struct dthread {
 
 struct dumper {
 	const struct dump_opts *o;
+	struct dbgfetch *fetch;      /* debuginfod, with --native (NULL: none) */
 	struct pyproc py;
 	struct dthread *t;
 	size_t n;
@@ -346,6 +349,7 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 			return -1;
 		}
 		d->nat.debuginfo_path = d->o->debuginfo_path;
+		d->nat.fetch = d->fetch;
 		d->names.nat = &d->nat;
 		have_maps = native_proc_update(&d->nat, d->o->pid, &nm, err, errlen) == 0;
 	}
@@ -497,9 +501,19 @@ int dump_run(const struct dump_opts *o)
 	naming_init(&d.names, NULL);
 	if (pyproc_inspect(o->pid, &d.py, err, sizeof(err)) != PYPROC_OK)
 		goto out;
+	if (o->native) /* before the threads are stopped: no time of theirs */
+		d.fetch = dbgfetch_start(DBGFETCH_TIMEOUT_S, false);
 	if (stop_threads(&d, err, sizeof(err)) == 0 && collect(&d, err, sizeof(err)) == 0)
 		rc = 0;
 	resume_threads(&d);
+	if (rc == 0 && d.fetch) {
+		/* debug files asked for while naming: a bounded wait, then the
+		 * names they give (the process runs on meanwhile) */
+		if (!dbgfetch_wait(d.fetch, DUMP_FETCH_WAIT_S))
+			fprintf(stderr, "pyperf-bpf: debuginfod: no answer in %d s; those binaries "
+				"are shown as binary+0xOFFSET\n", DUMP_FETCH_WAIT_S);
+		native_debug_poll(&d.nat);
+	}
 	if (rc == 0) {
 		print_dump(&d);
 		if (fflush(stdout) || ferror(stdout)) {
@@ -514,6 +528,7 @@ out:
 	naming_free(&d.names);
 	if (o->native)
 		native_free(&d.nat);
+	dbgfetch_stop(d.fetch);
 	for (size_t i = 0; i < PYPERF_MAX_TABLES; i++)
 		free(d.table[i]);
 	free(d.t);

@@ -241,6 +241,27 @@ char *dbgfetch_path(struct dbgfetch *f, const char *hex)
 	return path;
 }
 
+bool dbgfetch_wait(struct dbgfetch *f, double seconds)
+{
+	uint64_t until = clock_mono_ns() + (uint64_t)(seconds * 1e9);
+
+	if (!f)
+		return true;
+	for (;;) {
+		bool busy = false;
+
+		pthread_mutex_lock(&f->lock);
+		for (size_t i = 0; i < f->n && !busy; i++)
+			busy = f->v[i].state == QUEUED || f->v[i].state == RUNNING;
+		pthread_mutex_unlock(&f->lock);
+		if (!busy)
+			return true;
+		if (clock_mono_ns() >= until)
+			return false;
+		usleep(20000);
+	}
+}
+
 void dbgfetch_stop(struct dbgfetch *f)
 {
 	if (!f)

@@ -35,6 +35,9 @@ uint64_t dbgfetch_generation(struct dbgfetch *f);
 /* The fetched debug file of hex (a copy, the caller frees), or NULL: not
  * asked, not fetched yet, or failed. */
 char *dbgfetch_path(struct dbgfetch *f, const char *hex);
+/* Wait until every fetch asked for has ended, at most seconds.  Returns
+ * true if none is left. */
+bool dbgfetch_wait(struct dbgfetch *f, double seconds);
 /* Stop: a helper still running is killed. */
 void dbgfetch_stop(struct dbgfetch *f);
 

@@ -1187,6 +1187,12 @@ static void debug_files_arrived(struct native *n)
 	}
 }
 
+void native_debug_poll(struct native *n)
+{
+	if (n->fetch && dbgfetch_generation(n->fetch) != n->fetch_gen)
+		debug_files_arrived(n);
+}
+
 /* an address of b named "binary+0x...": renamed if a debug file comes */
 static void note_fallback(struct nbin *b, struct func *f)
 {
@@ -1213,8 +1219,7 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 	struct func *f;
 	int named = 0;
 
-	if (n->fetch && dbgfetch_generation(n->fetch) != n->fetch_gen)
-		debug_files_arrived(n);
+	native_debug_poll(n);
 	if (m && !m->bin)
 		return jit_func(n, np, pc - (leaf ? 0 : 1));
 	if (!m)

@@ -90,6 +90,11 @@ struct native {
 	struct native_stats st;
 };
 
+/* debuginfod (n->fetch): name anew the binaries whose debug files came,
+ * their addresses already named "binary+0x..." renamed in place.  Done by
+ * native_func at each call; this is for a caller that names nothing more. */
+void native_debug_poll(struct native *n);
+
 /* Tables are built when a sample asks (native_table_request), loaded into
  * `store` up to `cap` bytes (least recently used ones evicted beyond), and
  * dropped when no process maps their binary any more.  `threaded`: built in
