@@ -62,6 +62,40 @@ def test_end_of_duration_stops_the_command_gracefully(ignore, code, mark, tmp_pa
     assert took < {3: 2.9, 4: 4.9}.get(code, 6.9), took
 
 
+def alive(pid):
+    """running, not a zombie"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("methods", ["fork", "spawn", "forkserver", "fork,spawn,forkserver"])
+def test_end_of_duration_ends_the_whole_tree(methods, tmp_path):
+    """At the end of -d every process the command started (multiprocessing's
+    workers, its forkserver) is asked to stop with it, then made to: none is
+    left, and the command's own exit status is passed on (130: it died of
+    the SIGINT it did not handle).  One Python (3.14 has forkserver as its
+    default start method; the others are asked for by name)."""
+    pids = tmp_path / "pids"
+    r = subprocess.Popen([PYPERF, "-d", "4", "-o", str(tmp_path / "x.folded"), "--",
+                          SUPPORTED[-1][0], os.path.join(WORKLOADS, "mp_tree.py"), str(pids),
+                          methods], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = r.communicate(timeout=60)
+    finally:
+        r.kill()
+    listed = pids.read_text().split() if pids.exists() else []
+    assert "ready" in listed, (listed, err)
+    listed = [int(x) for x in listed if x != "ready"]
+    assert len(listed) >= 1 + 2 * len(methods.split(",")), listed
+    time.sleep(0.2)
+    left = [p for p in listed if alive(p)]
+    assert not left, (left, err)
+    assert r.returncode in (130, 1), err
+
+
 @supported_pythons()
 def test_attach_to_running_process(python, tmp_path):
     proc = subprocess.Popen([python[0], os.path.join(WORKLOADS, "split.py"), "20",

@@ -102,8 +102,14 @@ static bool run_helper(struct dbgfetch *f, const char *hex, char *line, size_t l
 		}
 	}
 	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno == ECHILD) { /* reaped by a subreaper's sweep (proctree.c) */
+			status = 0;
+			break;
+		}
+		if (errno != EINTR)
+			break;
+	}
 	pthread_mutex_lock(&f->lock);
 	f->helper = 0;
 	pthread_mutex_unlock(&f->lock);

@@ -25,6 +25,7 @@
 #include "profile.h"
 #include "mode.h"
 #include "pyasync.h"
+#include "proctree.h"
 #include "pyproc.h"
 #include "sampler.h"
 
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -567,35 +569,64 @@ static bool reap_child(struct session *r, int flags)
 	return r->child_done;
 }
 
-/* Ask a command that still runs to stop (once: later steps are
+/* sig to the command and every process of its tree (proctree.h); how
+ * many live ones there were */
+static int signal_tree(struct session *r, int sig)
+{
+	static pid_t tree[PROCTREE_MAX];
+	int n = proctree_members(getpid(), r->child, tree, PROCTREE_MAX);
+
+	if (!r->child_done)
+		kill(r->child, sig);
+	for (int i = 0; i < n; i++)
+		if (tree[i] != r->child)
+			kill(tree[i], sig);
+	return n;
+}
+
+/* Ask a command that still runs to stop, and its tree with it, as Ctrl-C
+ * in a terminal asks its whole process group (once: later steps are
  * wait_child_bounded's) */
 static void stop_child(struct session *r, int sig)
 {
 	if (r->child <= 0 || r->child_sig || reap_child(r, WNOHANG))
 		return;
-	kill(r->child, sig);
+	signal_tree(r, sig);
 	r->child_sig = sig;
 	r->child_sig_ns = clock_mono_ns();
 }
 
 /* Wait for the command to end.  One still running is asked like Ctrl-C
  * (SIGINT), unless it was already sent a signal; after CHILD_GRACE_NS it
- * gets SIGTERM (if that was not what it got), after another SIGKILL.  Its
- * own exit status is what the session returns. */
+ * gets SIGTERM (if that was not what it got), after another SIGKILL: the
+ * command and what is left of its tree, until none is left.  A command
+ * that ended on its own keeps what it left running.  Its own exit status
+ * is what the session returns. */
 static void wait_child_bounded(struct session *r)
 {
-	stop_child(r, SIGINT);
-	while (r->child > 0 && !reap_child(r, WNOHANG)) {
-		if (clock_mono_ns() - r->child_sig_ns >= CHILD_GRACE_NS) {
-			int next = r->child_sig == SIGTERM ? SIGKILL : SIGTERM;
+	static pid_t tree[PROCTREE_MAX];
 
-			kill(r->child, next);
-			r->child_sig = next;
-			r->child_sig_ns = clock_mono_ns();
-			if (next == SIGKILL) {
+	stop_child(r, SIGINT);
+	while (r->child > 0) {
+		bool done = reap_child(r, WNOHANG);
+
+		if (r->child_sig) {
+			proctree_reap(getpid(), r->child);
+			done = done && proctree_members(getpid(), r->child, tree, PROCTREE_MAX) == 0;
+		}
+		if (done)
+			break;
+		if (clock_mono_ns() - r->child_sig_ns >= CHILD_GRACE_NS) {
+			int next = r->child_sig == SIGTERM || r->child_sig == SIGKILL ? SIGKILL
+										     : SIGTERM;
+
+			if (r->child_sig == SIGKILL) { /* killed, and still there: D state */
 				reap_child(r, 0);
 				break;
 			}
+			signal_tree(r, next);
+			r->child_sig = next;
+			r->child_sig_ns = clock_mono_ns();
 		}
 		usleep(20000);
 	}
@@ -701,6 +732,8 @@ static void run_loop(struct session *r, uint64_t start)
 			}
 			if (now >= next_prune) {
 				prune_pid_states(r);
+				if (o->cmd) /* orphans of the command's tree that exited */
+					proctree_reap(getpid(), r->child);
 				next_prune = now + PRUNE_EVERY_NS;
 			}
 		}
@@ -819,6 +852,9 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	session_install_signals(h);
 	if (sampler_check_privileges(err, sizeof(err)))
 		goto fail;
+	/* the command's orphans come to us, to be ended with it (proctree.h) */
+	if (o->cmd)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
 		goto fail;
 	/* after the command is forked (it keeps DEBUGINFOD_URLS), before
