@@ -6,7 +6,8 @@ import ast
 import json
 import os
 
-from conftest import (is_python, names, parse_folded, py_leaf, run_pyperf, supported_pythons, WORKLOADS)
+from conftest import (SUPPORTED, is_python, names, parse_folded, py_leaf, run_pyperf,
+                      supported_pythons, WORKLOADS)
 
 
 def python_leaf(frames):
@@ -75,3 +76,20 @@ def test_lines_point_into_the_leaf_function(python, tmp_path):
              if py_leaf(frames) in LEAVES]
     assert leafs and all(f.endswith("split.py)") for f in leafs), leafs[:3]
     assert len(set(leafs)) <= 3
+
+
+def test_function_is_py_spy_s_name_for_no_lines(tmp_path):
+    """py-spy's --function (one frame per function) is our --no-lines; the
+    top-level usage lists every command and says that record never stops a
+    process (py-spy's --nonblocking) and what py-spy's --idle is here."""
+    out = tmp_path / "f.folded"
+    r = run_pyperf(["-F", "499", "--function", "-o", str(out), "--", SUPPORTED[-1][0],
+                    os.path.join(WORKLOADS, "split.py"), "1", str(tmp_path / "truth.json")])
+    assert r.returncode == 0, r.stderr
+    leafs = [python_leaf(frames) for frames, _ in parse_folded(out.read_text())
+             if py_leaf(frames) in LEAVES]
+    assert leafs and all(f.endswith("split.py)") for f in leafs), leafs[:3]
+    usage = run_pyperf(["--help"]).stdout
+    for cmd in ("dump", "top", "leaks", "daemon"):
+        assert f"pyperf-bpf {cmd} " in usage, cmd
+    assert "--nonblocking" in usage and "--idle is --mode wall" in usage.replace("\n", " ")

@@ -546,6 +546,7 @@ int dump_main(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "native", no_argument, NULL, 'n' },
 		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+		{ "function", no_argument, NULL, OPT_NO_LINES }, /* as record's */
 		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -575,7 +576,7 @@ int dump_main(int argc, char **argv)
 			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
 			       "  -p, --pid PID     the process\n"
 			       "  -n, --native      native frames too, merged with the Python ones\n"
-			       "      --no-lines    functions without line numbers\n"
+			       "      --no-lines    functions without line numbers (or --function)\n"
 			       "      --async       every asyncio task (CPython 3.12+): its state and\n"
 			       "                    coroutine, under the task that awaits it\n");
 			return 0;

@@ -126,12 +126,17 @@ static void usage(FILE *f)
 		"usage: pyperf-bpf [record] [options] [-- COMMAND [ARGS...]]\n"
 		"       pyperf-bpf dump -p PID [--native]      every thread's stack, once\n"
 		"       pyperf-bpf top [-p PID] [-- COMMAND]   live view of the hot functions\n"
+		"       pyperf-bpf leaks [-p PID | -- COMMAND]  allocations still live\n"
 		"       pyperf-bpf daemon [--config FILE] ...  continuous profiling\n"
 		"       (each command has its own --help)\n"
 		"\n"
 		"Sample the stacks of CPython processes with eBPF.  Without -p or a\n"
 		"command, every CPython process on the host is profiled, including ones\n"
-		"started during the run.\n"
+		"started during the run.  record and top never stop or pause a process:\n"
+		"each sample is taken in the kernel while its thread is interrupted, so\n"
+		"the stack is read whole (py-spy pauses the process for that unless told\n"
+		"--nonblocking); only dump stops threads, for milliseconds.  py-spy's\n"
+		"--idle is --mode wall.\n"
 		"\n"
 		"  -p, --pid PID[,PID...]   profile these processes (repeatable)\n"
 		"  -d, --duration SECONDS   stop after this long (default: until the command\n"
@@ -159,7 +164,7 @@ static void usage(FILE *f)
 		"                           else report\n"
 		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
-		"      --no-lines           one frame per function instead of per line\n"
+		"      --no-lines, --function  one frame per function instead of per line\n"
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
 		"      --python-only        Python frames only (no native or kernel frames)\n"
 		"      --top N              rows in each report table (default 20)\n"
@@ -187,6 +192,7 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "function", no_argument, NULL, OPT_NO_LINES }, /* py-spy's name for it */
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "python-only", no_argument, NULL, OPT_PY_ONLY },
 	{ "top", required_argument, NULL, OPT_TOP },
