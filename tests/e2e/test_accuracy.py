@@ -93,3 +93,24 @@ def test_function_is_py_spy_s_name_for_no_lines(tmp_path):
     for cmd in ("dump", "top", "leaks", "daemon"):
         assert f"pyperf-bpf {cmd} " in usage, cmd
     assert "--nonblocking" in usage and "--idle is --mode wall" in usage.replace("\n", " ")
+
+
+@supported_pythons()
+def test_the_init_shim_frame_is_left_out(python, tmp_path):
+    """A class whose __init__ is Python code, constructed in a loop: on
+    3.13+ CPython runs __init__ above its _Py_InitCleanup shim frame (a code
+    object named "__init__" in file "__init__"), which tracebacks do not
+    show; the profile shows build() calling Point.__init__, merged."""
+    out = tmp_path / "p.folded"
+    r = run_pyperf(["-F", "499", "-o", str(out), "--", python[0],
+                    os.path.join(WORKLOADS, "initshim.py"), "1"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert not [f for f, _ in stacks if any(x.startswith("__init__ (__init__") for x in f)]
+    init = [(f, c) for f, c in stacks if names(f)[-1:] == ["Point.__init__"]
+            or names(f)[-1:] == ["__init__"]]
+    total = sum(c for _, c in init)
+    assert total > 200, r.stderr
+    whole = sum(c for f, c in init if names(f)[-3:-1] == ["<module>", "build"]
+                and not any(x.startswith("[unmerged") for x in f))
+    assert whole >= 0.95 * total, (whole, total, init[:1])

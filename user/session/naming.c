@@ -167,6 +167,17 @@ static uint32_t native_of_task(const uint8_t *entry, uint32_t np,
 	return nn;
 }
 
+/* CPython 3.13+'s _Py_InitCleanup: the shim frame the specialised call of
+ * a class with a Python __init__ (CALL_ALLOC_AND_ENTER_INIT) pushes under
+ * that __init__, to check that it returned None; a static code object
+ * named "__init__" in file "__init__".  Tracebacks do not show it; neither
+ * do we (it is never an entry frame: it runs in its caller's eval loop) */
+static bool is_init_shim(const struct func *fn)
+{
+	return fn->kind == FN_PYTHON && fn->name && fn->file && !strcmp(fn->name, "__init__") &&
+	       !strcmp(fn->file, "__init__");
+}
+
 /* the function of Python frame f of image gen, read once */
 static struct func *name_code(struct naming *n, struct profile *p, int pid, uint32_t gen,
 			      const struct py_frame *f)
@@ -257,15 +268,19 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 			return -1;
 		np = s->anchor;
 	}
-	for (uint32_t i = 0; i < np; i++) {
+	for (uint32_t i = 0, k = 0, all = np; i < all; i++) {
 		uint32_t instr = PY_FRAME_INSTR(s->py[i].instr);
 
-		frames[i].fn = name_code(n, p, s->pid, s->gen, &s->py[i]);
+		frames[k].fn = name_code(n, p, s->pid, s->gen, &s->py[i]);
 		/* negative offsets (a frame not started yet) come masked */
-		frames[i].instr = instr >= 0x7fff0000u ? UINT32_MAX : instr;
-		entry[i] = !!(s->py[i].instr & PY_FRAME_ENTRY);
-		if (!frames[i].fn)
+		frames[k].instr = instr >= 0x7fff0000u ? UINT32_MAX : instr;
+		entry[k] = !!(s->py[i].instr & PY_FRAME_ENTRY);
+		if (!frames[k].fn)
 			return -1;
+		if (!entry[k] && is_init_shim(frames[k].fn))
+			np--; /* left out */
+		else
+			k++;
 	}
 	if (flags & STACK_AWAITING) { /* where a task waits: no native frames */
 		memmove(frames + 1, frames, np * sizeof(*frames));
