@@ -15,6 +15,7 @@
 #include "errmsg.h"
 #include "naming.h"
 #include "native.h"
+#include "proctree.h"
 #include "dbgfetch.h"
 #include "output.h"
 #include "profile.h"
@@ -499,8 +500,19 @@ int dump_run(const struct dump_opts *o)
 	d.o = o;
 	profile_init(&d.prof);
 	naming_init(&d.names, NULL);
-	if (pyproc_inspect(o->pid, &d.py, err, sizeof(err)) != PYPROC_OK)
+	switch (pyproc_inspect(o->pid, &d.py, err, sizeof(err))) {
+	case PYPROC_OK:
+		break;
+	case PYPROC_NOT_PYTHON:
+	case PYPROC_GONE:
+		if (o->quiet_not_python) { /* a child that is not CPython, or gone */
+			rc = 0;
+			goto quiet;
+		}
 		goto out;
+	default:
+		goto out;
+	}
 	if (o->native) /* before the threads are stopped: no time of theirs */
 		d.fetch = dbgfetch_start(DBGFETCH_TIMEOUT_S, false);
 	if (stop_threads(&d, err, sizeof(err)) == 0 && collect(&d, err, sizeof(err)) == 0)
@@ -524,6 +536,7 @@ int dump_run(const struct dump_opts *o)
 out:
 	if (rc)
 		fprintf(stderr, "pyperf-bpf: %s\n", err);
+quiet:
 	profile_free(&d.prof);
 	naming_free(&d.names);
 	if (o->native)
@@ -538,7 +551,28 @@ out:
 
 /* ---- the command line ---- */
 
-enum { OPT_NO_LINES = 256, OPT_ASYNC };
+enum { OPT_NO_LINES = 256, OPT_ASYNC, OPT_SUBPROCESSES };
+
+/* --subprocesses: the process, then each CPython process under it (by
+ * pid), a blank line between; the status is the first process's */
+static int dump_tree(struct dump_opts *o)
+{
+	static pid_t tree[PROCTREE_MAX];
+	int root = o->pid, rc = dump_run(o), n;
+
+	n = proctree_members(-1, root, tree, PROCTREE_MAX);
+	for (int i = 0; i < n; i++) { /* /proc lists them by pid */
+		if (tree[i] == root)
+			continue;
+		o->pid = tree[i];
+		o->quiet_not_python = true;
+		printf("\n");
+		fflush(stdout);
+		(void)dump_run(o);
+	}
+	o->pid = root;
+	return rc;
+}
 
 int dump_main(int argc, char **argv)
 {
@@ -548,6 +582,7 @@ int dump_main(int argc, char **argv)
 		{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 		{ "function", no_argument, NULL, OPT_NO_LINES }, /* as record's */
 		{ "async", no_argument, NULL, OPT_ASYNC },
+		{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -570,15 +605,20 @@ int dump_main(int argc, char **argv)
 		case OPT_ASYNC:
 			o.async_tasks = true;
 			break;
+		case OPT_SUBPROCESSES:
+			o.subprocesses = true;
+			break;
 		case 'h':
-			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines] [--async]\n\n"
+			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines] [--async]\n"
+			       "                       [--subprocesses]\n\n"
 			       "Print the current stack of every thread of a CPython process once,\n"
 			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
 			       "  -p, --pid PID     the process\n"
 			       "  -n, --native      native frames too, merged with the Python ones\n"
 			       "      --no-lines    functions without line numbers (or --function)\n"
 			       "      --async       every asyncio task (CPython 3.12+): its state and\n"
-			       "                    coroutine, under the task that awaits it\n");
+			       "                    coroutine, under the task that awaits it\n"
+			       "      --subprocesses  each CPython process under it too, after it\n");
 			return 0;
 		default:
 			return cmdline_fail("dump: unknown or incomplete option '%s'", argv[optind - 1]);
@@ -596,6 +636,6 @@ int dump_main(int argc, char **argv)
 			return rc;
 		o.debuginfo_path = so.debuginfo_path;
 	}
-	return dump_run(&o);
+	return o.subprocesses ? dump_tree(&o) : dump_run(&o);
 }
 

@@ -9,6 +9,8 @@ struct dump_opts {
 	bool native;                 /* --native: merged native frames too */
 	bool no_lines;               /* --no-lines */
 	bool async_tasks;            /* --async: every asyncio task, as a tree of awaiting */
+	bool subprocesses;           /* --subprocesses: the CPython processes under it too */
+	bool quiet_not_python;       /* one of those: nothing said if it is not CPython */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 };
 

@@ -164,6 +164,8 @@ static void usage(FILE *f)
 		"                           else report\n"
 		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
+		"      --subprocesses       accepted for py-spy's flag: processes that a\n"
+		"                           profiled one starts are always followed\n"
 		"      --no-lines, --function  one frame per function instead of per line\n"
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
 		"      --python-only        Python frames only (no native or kernel frames)\n"
@@ -177,7 +179,8 @@ static void usage(FILE *f)
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE };
+       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
+       OPT_SUBPROCESSES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -188,6 +191,7 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* py-spy's; always so here */
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
@@ -231,6 +235,8 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 		case OPT_ASYNC:
 			o->s.async_stacks = true;
 			break;
+		case OPT_SUBPROCESSES:
+			break; /* children are always followed */
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))
 				return 2;

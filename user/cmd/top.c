@@ -232,7 +232,7 @@ int top_run(struct record_opts *o)
 
 /* ---- the command line ---- */
 
-enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL };
+enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_SUBPROCESSES };
 
 int top_main(int argc, char **argv)
 {
@@ -246,6 +246,7 @@ int top_main(int argc, char **argv)
 		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "native", no_argument, NULL, 'n' },
 		{ "rows", required_argument, NULL, OPT_ROWS },
+		{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* always so */
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -282,6 +283,8 @@ int top_main(int argc, char **argv)
 		case OPT_ASYNC:
 			o.s.async_stacks = true;
 			break;
+		case OPT_SUBPROCESSES:
+			break; /* children are always followed */
 		case 'n':
 			o.s.no_native = false;
 			break;
@@ -307,7 +310,8 @@ int top_main(int argc, char **argv)
 			       "      --async              asyncio tasks: a task's frames under <task NAME>\n"
 			       "                           frames of it and the tasks awaiting it\n"
 			       "  -n, --native             native functions too\n"
-			       "      --rows N             rows at most (default: what fits)\n");
+			       "      --rows N             rows at most (default: what fits)\n"
+			       "      --subprocesses       accepted: children are always followed\n");
 			return 0;
 		default:
 			return cmdline_fail("top: unknown or incomplete option '%s'", argv[optind - 1]);
