@@ -398,8 +398,16 @@ unwind:
 frame_pointers:
 	/* no CFI: rbp as a frame pointer, else a scan (above) */
 	native_push(u, n, pc);
-	if (fp_step_plausible(u) || (stack_scan && scan_stack(u)))
+	if (fp_step_plausible(u))
 		return 0;
+	if (stack_scan) {
+		__u64 t0 = bpf_ktime_get_ns();
+		bool found = scan_stack(u);
+
+		stat_add(STAT_SCAN_NS, bpf_ktime_get_ns() - t0);
+		if (found)
+			return 0;
+	}
 incomplete:
 	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
 	return 1;

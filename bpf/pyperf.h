@@ -563,6 +563,8 @@ enum stat_idx {
 	STAT_OFFCPU_LOST,       /* walked blocks lost: another thread took the slot */
 	STAT_NATIVE_SCANNED,    /* samples whose native walk scanned the stack for a
 				 * return address (code without CFI nor frame pointers) */
+	STAT_SCAN_NS,           /* ns spent in those scans (the scan alone, not the
+				 * unwinding of what it found) */
 	STAT_NR,
 };
 

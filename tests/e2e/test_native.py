@@ -443,8 +443,10 @@ def test_stack_scan_is_counted_and_can_be_turned_off(tmp_path, handjit_lib):
     total = sum(c for _, c in nofp)
     assert total > 500 and 0.8 * total <= st["stat_native_scanned"] <= st["stat_samples"], \
         (total, st["stat_native_scanned"])
+    # the scans' own time is counted too: some, and less than 100 us a scan
+    assert 0 < st["stat_scan_ns"] < 100000 * st["stat_native_scanned"], st["stat_scan_ns"]
     st, nofp = runs["0"]
-    assert st["stat_native_scanned"] == 0
+    assert st["stat_native_scanned"] == 0 and st["stat_scan_ns"] == 0
     cut = sum(c for f, c in nofp if "[native incomplete]" in f and "[stack scan]" not in f)
     assert cut >= 0.9 * sum(c for _, c in nofp) > 500, nofp[:1]
     r = run_pyperf(["-d", "1"], env=dict(os.environ, PYPERF_STACK_SCAN="yes"))

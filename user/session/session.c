@@ -792,7 +792,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
 		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu, "
 		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu, \"stat_allocs\": %llu, "
-		"\"stat_alloc_walks\": %llu, \"stat_offcpu_lost\": %llu}\n",
+		"\"stat_alloc_walks\": %llu, \"stat_offcpu_lost\": %llu, \"stat_scan_ns\": %llu}\n",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -812,7 +812,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		(unsigned long long)st[STAT_SWITCHES], (unsigned long long)st[STAT_OFFCPU_WALKS],
 		(unsigned long long)st[STAT_OFFCPU_BLOCKS], (unsigned long long)st[STAT_FAULTS],
 		(unsigned long long)st[STAT_FAULT_WALKS], (unsigned long long)st[STAT_ALLOCS],
-		(unsigned long long)st[STAT_ALLOC_WALKS], (unsigned long long)st[STAT_OFFCPU_LOST]);
+		(unsigned long long)st[STAT_ALLOC_WALKS], (unsigned long long)st[STAT_OFFCPU_LOST],
+		(unsigned long long)st[STAT_SCAN_NS]);
 	fclose(f);
 }
 
