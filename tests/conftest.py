@@ -14,6 +14,18 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYPERF = os.path.join(ROOT, "pyperf-bpf")
+# py-spy and austin, the referees: scripts/setup --test-deps installs them
+PEERS = os.environ.get("PYPERF_PEERS", "/var/cache/pyperf-bpf/peers")
+
+
+def peer(name):
+    """the path of peer tool name (py-spy, austin); the test fails, saying
+    why, when it is missing"""
+    path = os.path.join(PEERS, "bin", name)
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{name} is not installed in {PEERS}: scripts/setup --test-deps installs it "
+                    "from PyPI")
+    return path
 WORKLOADS = os.path.join(ROOT, "tests", "e2e", "workloads")
 
 

@@ -1,0 +1,35 @@
+"""Scenes for the peer tests' dumps, one per thread: the main thread
+recurses five calls deep, then sleeps; a thread named in Cyrillic sleeps in
+a function with a Cyrillic name; one sleeps in a function with accents in
+its name; one spins.  Prints "ready" once all have started.  The tests run
+it from a file whose name is not ASCII either."""
+import threading
+import time
+
+
+def функция():
+    time.sleep(1000)
+
+
+def café_crème():
+    time.sleep(1000)
+
+
+def spin():
+    x = 0
+    while True:
+        x += 1
+
+
+def deep(n):
+    if n:
+        return deep(n - 1)
+    time.sleep(1000)
+
+
+if __name__ == "__main__":
+    for name, fn in (("поток", функция), ("crème", café_crème), ("spinner", spin)):
+        threading.Thread(target=fn, name=name, daemon=True).start()
+    time.sleep(0.3)
+    print("ready", flush=True)
+    deep(5)
