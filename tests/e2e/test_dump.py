@@ -1,6 +1,7 @@
 """`pyperf-bpf dump -p PID`: every thread's stack once, including threads that
 sleep (which the CPU sampler never sees); --native merges native frames; the
 process keeps running afterwards."""
+import json
 import os
 import re
 import subprocess
@@ -162,6 +163,12 @@ def test_dump_subprocesses_dumps_the_tree():
         assert all(func(th[w][1][0]) == "spin" for w in workers), r.stdout
         r = run_pyperf(["dump", "-p", str(p.pid)], timeout=60)
         assert set(map(int, re.findall(r"^Process (\d+): ", r.stdout, re.M))) == {p.pid}
+        # --json: one array of the threads of them all
+        r = run_pyperf(["dump", "-p", str(p.pid), "--subprocesses", "--json"], timeout=60)
+        assert r.returncode == 0, r.stderr
+        threads = json.loads(r.stdout)
+        assert workers <= {t["pid"] for t in threads}, r.stdout[:300]
+        assert all(t["frames"][0]["name"] == "spin" for t in threads if t["pid"] in workers)
         r = run_pyperf(["-d", "0.5", "--subprocesses", "-f", "folded", "-o", "/dev/null", "-p",
                         str(p.pid)])
         assert r.returncode == 0, r.stderr

@@ -138,3 +138,39 @@ def test_record_split_against_py_spy_and_austin(python, tmp_path):
     for name, e in errors.items():
         assert e <= 6.0, f"{name} {e:.1f} points off: the scene is wrong"
     assert e_ours <= 3.0 and e_ours <= min(errors.values()) + 1.5, (e_ours, errors)
+
+
+@pytest.mark.parametrize("python", [p for p in SUPPORTED if p[1] in ((3, 12), SUPPORTED[-1][1])],
+                         ids=lambda p: f"{p[1][0]}.{p[1][1]}")
+def test_dump_json_agrees_with_py_spy(python, tmp_path):
+    """dump --json gives py-spy dump --json's array of threads: the same
+    os_thread_id of each, the same frames (name, filename, short_filename,
+    line; only the names for the spinning thread), the fields py-spy has
+    (what we do not know is null).  Two interpreters: the format does not
+    depend on the version."""
+    p = start_scenes(python[0], tmp_path)
+    try:
+        theirs = subprocess.run([peer("py-spy"), "dump", "--json", "--pid", str(p.pid)],
+                                capture_output=True, text=True, timeout=60)
+        assert theirs.returncode == 0, theirs.stderr
+        ours = run_pyperf(["dump", "--json", "-p", str(p.pid)], timeout=60)
+        assert ours.returncode == 0, ours.stderr
+    finally:
+        p.kill()
+        p.wait()
+    t = {th["os_thread_id"]: th for th in json.loads(theirs.stdout)}
+    o = {th["os_thread_id"]: th for th in json.loads(ours.stdout)}
+    assert len(t) == 4 and set(t) <= set(o), (theirs.stdout, ours.stdout)
+    keys = ("name", "filename", "short_filename", "line")
+    for tid, th in t.items():
+        mine = o[tid]
+        assert set(th) - {"thread_id", "process_info"} <= set(mine), (sorted(th), sorted(mine))
+        assert mine["pid"] == p.pid and isinstance(mine["active"], bool)
+        want = [tuple(f[k] for k in keys) for f in th["frames"]]
+        got = [tuple(f[k] for k in keys) for f in mine["frames"]]
+        if want and want[0][0] == "spin":
+            want, got = [w[0] for w in want], [g[0] for g in got]
+        assert got == want, (want, got)
+    # --async has no JSON form yet: refused
+    r = run_pyperf(["dump", "--json", "--async", "-p", "1"])
+    assert r.returncode == 2 and "--json" in r.stderr, r.stderr

@@ -470,6 +470,70 @@ static void print_tasks(const struct dumper *d)
 			print_task(d, &d->tasks[i], 0);
 }
 
+/* --json: the objects written so far (across the processes of --subprocesses) */
+static unsigned json_objects;
+
+/* --json, one thread: py-spy dump --json's fields (what we do not know is
+ * null: owns_gil, locals, process_info; thread_name is the OS's) */
+static void json_thread(const struct dumper *d, const struct psample *s, struct sbuf *b)
+{
+	const struct pstack *st = s->stack;
+	const struct dthread *t = find_thread(d, s->tid);
+	bool first = true;
+
+	sb_printf(b, "%s  {\n    \"pid\": %d,\n    \"thread_id\": null,\n    \"thread_name\": ",
+		  json_objects++ ? ",\n" : "", d->o->pid);
+	out_json_str(b, profile_thread_name(&d->prof, s->tid));
+	sb_printf(b, ",\n    \"os_thread_id\": %u,\n    \"active\": %s,\n"
+		  "    \"owns_gil\": null,\n    \"frames\": [", s->tid,
+		  t && t->state == 'R' ? "true" : "false");
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		const struct pframe *f = &st->frames[i];
+		const struct func *fn = f->fn;
+		const char *slash = strrchr(fn->file, '/');
+		bool py = fn->kind == FN_PYTHON;
+
+		if (!d->o->native && !py)
+			continue;
+		sb_puts(b, first ? "\n      {\"name\": " : ",\n      {\"name\": ");
+		first = false;
+		out_json_str(b, fn->name);
+		sb_puts(b, ", \"filename\": ");
+		out_json_str(b, fn->file);
+		sb_puts(b, ", \"module\": ");
+		if (py)
+			sb_puts(b, "null");
+		else
+			out_json_str(b, fn->file);
+		sb_puts(b, ", \"short_filename\": ");
+		out_json_str(b, slash ? slash + 1 : fn->file);
+		if (py && !d->o->no_lines)
+			sb_printf(b, ", \"line\": %d", func_line(fn, f->instr));
+		else
+			sb_puts(b, ", \"line\": null");
+		sb_puts(b, ", \"locals\": null}");
+	}
+	sb_puts(b, first ? "],\n    \"process_info\": null\n  }" :
+			   "\n    ],\n    \"process_info\": null\n  }");
+}
+
+static void print_dump_json(const struct dumper *d)
+{
+	size_t n;
+	struct psample **v = profile_samples(&d->prof, &n);
+	struct sbuf b = { 0 };
+
+	if (!v)
+		return;
+	qsort(v, n, sizeof(*v), cmp_tid);
+	for (size_t i = 0; i < n; i++)
+		json_thread(d, v[i], &b);
+	if (sb_ok(&b))
+		fputs(b.s, stdout);
+	sb_free(&b);
+	free(v);
+}
+
 static void print_dump(const struct dumper *d)
 {
 	size_t n;
@@ -527,7 +591,10 @@ int dump_run(const struct dump_opts *o)
 		native_debug_poll(&d.nat);
 	}
 	if (rc == 0) {
-		print_dump(&d);
+		if (o->json)
+			print_dump_json(&d);
+		else
+			print_dump(&d);
 		if (fflush(stdout) || ferror(stdout)) {
 			set_err(err, sizeof(err), "cannot write stdout: %s", strerror(errno));
 			rc = 1;
@@ -551,7 +618,7 @@ quiet:
 
 /* ---- the command line ---- */
 
-enum { OPT_NO_LINES = 256, OPT_ASYNC, OPT_SUBPROCESSES };
+enum { OPT_NO_LINES = 256, OPT_ASYNC, OPT_SUBPROCESSES, OPT_JSON };
 
 /* --subprocesses: the process, then each CPython process under it (by
  * pid), a blank line between; the status is the first process's */
@@ -566,7 +633,8 @@ static int dump_tree(struct dump_opts *o)
 			continue;
 		o->pid = tree[i];
 		o->quiet_not_python = true;
-		printf("\n");
+		if (!o->json)
+			printf("\n");
 		fflush(stdout);
 		(void)dump_run(o);
 	}
@@ -583,6 +651,7 @@ int dump_main(int argc, char **argv)
 		{ "function", no_argument, NULL, OPT_NO_LINES }, /* as record's */
 		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -608,9 +677,12 @@ int dump_main(int argc, char **argv)
 		case OPT_SUBPROCESSES:
 			o.subprocesses = true;
 			break;
+		case OPT_JSON:
+			o.json = true;
+			break;
 		case 'h':
 			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines] [--async]\n"
-			       "                       [--subprocesses]\n\n"
+			       "                       [--subprocesses] [--json]\n\n"
 			       "Print the current stack of every thread of a CPython process once,\n"
 			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
 			       "  -p, --pid PID     the process\n"
@@ -618,7 +690,9 @@ int dump_main(int argc, char **argv)
 			       "      --no-lines    functions without line numbers (or --function)\n"
 			       "      --async       every asyncio task (CPython 3.12+): its state and\n"
 			       "                    coroutine, under the task that awaits it\n"
-			       "      --subprocesses  each CPython process under it too, after it\n");
+			       "      --subprocesses  each CPython process under it too, after it\n"
+			       "      --json        one JSON array of threads, with py-spy dump\n"
+			       "                    --json's fields (unknown ones null)\n");
 			return 0;
 		default:
 			return cmdline_fail("dump: unknown or incomplete option '%s'", argv[optind - 1]);
@@ -628,6 +702,8 @@ int dump_main(int argc, char **argv)
 		return cmdline_fail("dump: unexpected argument '%s'", argv[optind]);
 	if (!o.pid)
 		return cmdline_fail("dump: which process? give -p PID%s", "");
+	if (o.json && o.async_tasks)
+		return cmdline_fail("dump: --json does not go with --async (yet)%s", "");
 	{
 		struct session_opts so = { 0 };
 		int rc = cmdline_env(&so);
@@ -635,6 +711,14 @@ int dump_main(int argc, char **argv)
 		if (rc)
 			return rc;
 		o.debuginfo_path = so.debuginfo_path;
+	}
+	if (o.json) {
+		int rc;
+
+		printf("[\n");
+		rc = o.subprocesses ? dump_tree(&o) : dump_run(&o);
+		printf("%s]\n", json_objects ? "\n" : "");
+		return rc;
 	}
 	return o.subprocesses ? dump_tree(&o) : dump_run(&o);
 }

@@ -11,6 +11,7 @@ struct dump_opts {
 	bool async_tasks;            /* --async: every asyncio task, as a tree of awaiting */
 	bool subprocesses;           /* --subprocesses: the CPython processes under it too */
 	bool quiet_not_python;       /* one of those: nothing said if it is not CPython */
+	bool json;                   /* --json: py-spy dump --json's array of threads */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 };
 

@@ -32,33 +32,6 @@
 
 #define VERSION "0.1.0"
 
-/* s as a JSON string: quote, backslash and controls escaped, U+FFFD for
- * bytes that are not UTF-8 */
-static void sb_json(struct sbuf *b, const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	sb_putc(b, '"');
-	while (*s) {
-		int len = out_utf8_len((const char *)s);
-
-		if (!len) {
-			sb_puts(b, "\xef\xbf\xbd");
-			len = 1;
-		} else if (*s == '"' || *s == '\\') {
-			sb_putc(b, '\\');
-			sb_putc(b, (char)*s);
-		} else if (*s < 0x20) {
-			sb_printf(b, "\\u%04x", *s);
-		} else {
-			for (int i = 0; i < len; i++)
-				sb_putc(b, (char)s[i]);
-		}
-		s += len;
-	}
-	sb_putc(b, '"');
-}
-
 /* The shared frames: each distinct frame's JSON text, in first-use order. */
 struct frames {
 	struct hmap by_ref;          /* struct frame_ref -> index + 1 */
@@ -88,16 +61,16 @@ static void render_frame(struct sbuf *b, const struct frame_ref *r)
 		struct sbuf name = { 0 };
 
 		sb_printf(&name, "%s_[k]", (const char *)r->id);
-		sb_json(b, sb_str(&name));
+		out_json_str(b, sb_str(&name));
 		b->failed |= !sb_ok(&name);
 		sb_free(&name);
 		sb_puts(b, ",\"file\":\"[kernel]\"}");
 		return;
 	}
-	sb_json(b, fn->name);
+	out_json_str(b, fn->name);
 	if (fn->kind != FN_MARK && fn->file[0]) {
 		sb_puts(b, ",\"file\":");
-		sb_json(b, fn->file);
+		out_json_str(b, fn->file);
 	}
 	if (fn->kind == FN_PYTHON)
 		sb_printf(b, ",\"line\":%d", r->line);
@@ -282,7 +255,7 @@ static void profile_name(struct sbuf *b, const struct out_ctx *c, const struct p
 	sb_printf(&name, "%u %s / thread %u %s", s->stack->pid,
 		  profile_proc_label(pp), s->tid,
 		  profile_thread_name(c->prof, s->tid));
-	sb_json(b, sb_str(&name));
+	out_json_str(b, sb_str(&name));
 	b->failed |= !sb_ok(&name);
 	sb_free(&name);
 }
@@ -372,7 +345,7 @@ static void put_file(FILE *f, const struct out_ctx *c, const struct frames *fr,
 	/* never empty: speedscope would fall back to profiles[0].name, and an
 	 * empty recording has no profiles */
 	sb_reset(tmp);
-	sb_json(tmp, c->title && c->title[0] ? c->title : "pyperf-bpf");
+	out_json_str(tmp, c->title && c->title[0] ? c->title : "pyperf-bpf");
 	fputs(sb_str(tmp), f);
 	fprintf(f, ",\"activeProfileIndex\":%zu,\"exporter\":\"pyperf-bpf " VERSION "\"}\n",
 		active);

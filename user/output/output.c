@@ -42,6 +42,31 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 		sb_puts(b, "[incomplete];");  /* the walk met unreadable memory */
 }
 
+void out_json_str(struct sbuf *b, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	sb_putc(b, '"');
+	while (*s) {
+		int len = out_utf8_len((const char *)s);
+
+		if (!len) {
+			sb_puts(b, "\xef\xbf\xbd");
+			len = 1;
+		} else if (*s == '"' || *s == '\\') {
+			sb_putc(b, '\\');
+			sb_putc(b, (char)*s);
+		} else if (*s < 0x20) {
+			sb_printf(b, "\\u%04x", *s);
+		} else {
+			for (int i = 0; i < len; i++)
+				sb_putc(b, (char)s[i]);
+		}
+		s += len;
+	}
+	sb_putc(b, '"');
+}
+
 int out_utf8_len(const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;

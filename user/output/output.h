@@ -34,6 +34,9 @@ struct out_ctx {
  * "symbol (binary)"; markers: "[...]".  ';' and newlines in names are
  * replaced so the label stays one folded frame. */
 void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines);
+/* str as a JSON string: quote, backslash and control bytes escaped, U+FFFD
+ * for bytes that are not UTF-8 */
+void out_json_str(struct sbuf *b, const char *str);
 /* The synthetic root frames of a sample (process, thread, and [truncated] or
  * [incomplete] when the stack misses its root side), each followed by ';'. */
 void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psample *s);
