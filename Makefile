@@ -117,11 +117,11 @@ $(BUILD)/fuzz/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(B
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(filter-out %.h,$^) $(LDLIBS) -o $@
 
-$(BUILD)/san/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(SAN_OBJS)
+$(BUILD)/san/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(wildcard tests/fuzz/*.h) $(SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) $(filter-out %.h,$^) $(LDLIBS) -o $@
 

@@ -13,8 +13,6 @@
 
 #define SID_PY314 "/opt/pyperf-sid/usr/bin/python3.14"
 
-static char dir[64];
-
 /* the guess for cmd names the file that `shell` (a command line that
  * prints the path of the libc.so mapping) shows mapped */
 static void guess_is_mapped(const char *cmd, const char *shell)
@@ -56,28 +54,35 @@ static void an_interpreter_with_its_own_loader_and_libc(void **state)
 		print_message("note: %s is not installed; its case is not run\n", SID_PY314);
 }
 
+/* an executable file `name` in the test directory holding text; its path */
+static const char *executable(const char *name, const char *text)
+{
+	static char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", test_dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, 0755);
+	return path;
+}
+
 static void scripts_are_followed_to_their_interpreter(void **state)
 {
 	char path[128], cmd[512];
-	FILE *f;
 
 	(void)state;
 	require_file(PY312);
-	snprintf(path, sizeof(path), "%s/direct", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "#!%s\nprint(open('/proc/self/maps').read())\n", PY312);
-	fclose(f);
-	chmod(path, 0755);
+	snprintf(path, sizeof(path), "%s",
+		 executable("direct", "#!" PY312 "\nprint(open('/proc/self/maps').read())\n"));
 	snprintf(cmd, sizeof(cmd), "%s" MAPS_LIBC, path);
 	guess_is_mapped(path, cmd);
 	/* #!/usr/bin/env NAME looks NAME up in $PATH */
-	snprintf(path, sizeof(path), "%s/viaenv", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "#!/usr/bin/env  python3.12\nprint(open('/proc/self/maps').read())\n");
-	fclose(f);
-	chmod(path, 0755);
+	snprintf(path, sizeof(path), "%s",
+		 executable("viaenv",
+			    "#!/usr/bin/env  python3.12\nprint(open('/proc/self/maps').read())\n"));
 	setenv("PATH", PY312_PREFIX "/bin:/usr/bin:/bin", 1);
 	snprintf(cmd, sizeof(cmd), "%s" MAPS_LIBC, path);
 	guess_is_mapped(path, cmd);
@@ -85,32 +90,20 @@ static void scripts_are_followed_to_their_interpreter(void **state)
 
 static void no_guess_without_a_loader(void **state)
 {
-	char guess[4096], path[128];
-	FILE *f;
+	char guess[4096], self[160];
 
 	(void)state;
 	assert_int_equal(exec_libc_guess("no-such-program-here", guess, sizeof(guess)), -1);
 	assert_int_equal(exec_libc_guess("", guess, sizeof(guess)), -1);
 	/* an executable that is neither ELF nor a script, and a script whose
 	 * interpreter is not a path */
-	snprintf(path, sizeof(path), "%s/text", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "just words\n");
-	fclose(f);
-	chmod(path, 0755);
-	assert_int_equal(exec_libc_guess(path, guess, sizeof(guess)), -1);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "#!python3\n");
-	fclose(f);
-	assert_int_equal(exec_libc_guess(path, guess, sizeof(guess)), -1);
+	assert_int_equal(exec_libc_guess(executable("text", "just words\n"), guess, sizeof(guess)),
+			 -1);
+	assert_int_equal(exec_libc_guess(executable("text", "#!python3\n"), guess, sizeof(guess)),
+			 -1);
 	/* a script that runs itself: followed a bounded number of times */
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "#!%s\n", path);
-	fclose(f);
-	assert_int_equal(exec_libc_guess(path, guess, sizeof(guess)), -1);
+	snprintf(self, sizeof(self), "#!%s/text\n", test_dir);
+	assert_int_equal(exec_libc_guess(executable("text", self), guess, sizeof(guess)), -1);
 	/* no room for the answer */
 	assert_int_equal(exec_libc_guess("sh", guess, 8), -1);
 }
@@ -123,15 +116,5 @@ int main(void)
 		cmocka_unit_test(scripts_are_followed_to_their_interpreter),
 		cmocka_unit_test(no_guess_without_a_loader),
 	};
-	char cmd[96];
-	int rc;
-
-	snprintf(dir, sizeof(dir), "/tmp/test_execlibc.XXXXXX");
-	if (!mkdtemp(dir))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return cmocka_run_group_tests(tests, test_dir_make, test_dir_remove);
 }

@@ -237,8 +237,6 @@ static void bad_files(void **state)
 	perfmap_free(&m);
 }
 
-static char dir[64];
-
 static void write_file(const char *path, const struct file *f, size_t n)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -262,7 +260,7 @@ static void read_from_the_mapping_the_process_has(void **state)
 	/* no mapping of a jitdump file: nothing, not an error */
 	assert_int_equal(jitdump_read(&m, getpid(), why, sizeof(why)), 0);
 	/* a file named for another pid is not this process's */
-	snprintf(other_name, sizeof(other_name), "%s/jit-%d.dump", dir, getpid() + 1);
+	snprintf(other_name, sizeof(other_name), "%s/jit-%d.dump", test_dir, getpid() + 1);
 	write_file(other_name, &f, f.n);
 	fd = open(other_name, O_RDONLY);
 	decoy = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
@@ -270,7 +268,7 @@ static void read_from_the_mapping_the_process_has(void **state)
 	close(fd);
 	assert_int_equal(jitdump_read(&m, getpid(), why, sizeof(why)), 0);
 	/* as a JIT does: the file mapped (a page, executable), records appended */
-	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, getpid());
+	snprintf(path, sizeof(path), "%s/jit-%d.dump", test_dir, getpid());
 	write_file(path, &f, beta + 20);
 	fd = open(path, O_RDONLY);
 	map = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
@@ -308,15 +306,5 @@ int main(void)
 		cmocka_unit_test(bad_files),
 		cmocka_unit_test(read_from_the_mapping_the_process_has),
 	};
-	char cmd[96];
-	int rc;
-
-	snprintf(dir, sizeof(dir), "/tmp/test_jitdump.XXXXXX");
-	if (!mkdtemp(dir))
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		return 1;
-	return rc;
+	return cmocka_run_group_tests(tests, test_dir_make, test_dir_remove);
 }

@@ -73,6 +73,28 @@ static inline char *command_output(const char *cmd)
 	return buf;
 }
 
+/* A directory of the test program's own for the files its tests write:
+ * made by the group setup test_dir_make, removed with what it holds by the
+ * group teardown test_dir_remove (cmocka_run_group_tests(tests,
+ * test_dir_make, test_dir_remove)). */
+static char test_dir[64] __attribute__((unused));
+
+static inline int test_dir_make(void **state)
+{
+	(void)state;
+	snprintf(test_dir, sizeof(test_dir), "/tmp/pyperf-test.XXXXXX");
+	return mkdtemp(test_dir) ? 0 : -1;
+}
+
+static inline int test_dir_remove(void **state)
+{
+	char cmd[96];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", test_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 /* Run `cmd` (through sh); fails the test if it exits non-zero. */
 static inline void run(const char *cmd)
 {

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAGIC 0x4A695444u        /* "JiTD" as the writer's u32 */
@@ -143,41 +142,20 @@ static int open_mapped(int pid, char *why, size_t whylen)
 
 int jitdump_read(struct perfmap *m, int pid, char *why, size_t whylen)
 {
-	char path[64];
-	struct stat st, owner;
+	char name[32];
 	uint8_t *buf = NULL;
 	uint64_t at, size;
-	size_t n0 = m->n;
-	int fd;
+	size_t n0;
+	int fd, rc;
 
 	*why = '\0';
 	fd = open_mapped(pid, why, whylen);
 	if (fd < 0)
 		return fd == -1 && *why ? -1 : 0;
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	if (stat(path, &owner) || fstat(fd, &st)) {
-		close(fd);
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != owner.st_uid ||
-	    (uint64_t)st.st_size > JITDUMP_MAX_BYTES) {
-		if (!S_ISREG(st.st_mode))
-			set_err(why, whylen, "jit-%d.dump: not a regular file", pid);
-		else if (st.st_uid != owner.st_uid)
-			set_err(why, whylen, "jit-%d.dump: owned by uid %u, not the process's "
-				"uid %u", pid, (unsigned)st.st_uid, (unsigned)owner.st_uid);
-		else
-			set_err(why, whylen, "jit-%d.dump: %llu bytes, more than the %llu MB read",
-				pid, (unsigned long long)st.st_size, JITDUMP_MAX_BYTES >> 20);
-		close(fd);
-		return -1;
-	}
-	size = (uint64_t)st.st_size;
-	if ((uint64_t)st.st_ino != m->ino || size < m->read_to) {
-		perfmap_free(m); /* another file, or cut short: start over */
-		m->ino = (uint64_t)st.st_ino;
-		n0 = 0;
-	}
+	snprintf(name, sizeof(name), "jit-%d.dump", pid);
+	if ((rc = perfmap_take_file(m, fd, pid, name, JITDUMP_MAX_BYTES, &size, why, whylen)) <= 0)
+		return rc;
+	n0 = m->n; /* after a start over, none */
 	at = m->read_to;
 	if (size > at)
 		buf = malloc(CHUNK);

@@ -131,13 +131,43 @@ void perfmap_free(struct perfmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+int perfmap_take_file(struct perfmap *m, int fd, int pid, const char *name, uint64_t max,
+		      uint64_t *size, char *why, size_t whylen)
+{
+	char path[32];
+	struct stat st, owner;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid); /* owned by the process's uid */
+	if (stat(path, &owner) || fstat(fd, &st)) { /* the process is gone */
+		close(fd);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		set_err(why, whylen, "%s: not a regular file", name);
+	else if (st.st_uid != owner.st_uid)
+		set_err(why, whylen, "%s: owned by uid %u, not the process's uid %u", name,
+			(unsigned)st.st_uid, (unsigned)owner.st_uid);
+	else if ((uint64_t)st.st_size > max)
+		set_err(why, whylen, "%s: %llu bytes, more than the %llu MB read", name,
+			(unsigned long long)st.st_size, (unsigned long long)(max >> 20));
+	else {
+		if ((uint64_t)st.st_ino != m->ino || (uint64_t)st.st_size < m->read_to) {
+			clear(m); /* another file, or cut short: start over */
+			m->ino = (uint64_t)st.st_ino;
+		}
+		*size = (uint64_t)st.st_size;
+		return 1;
+	}
+	close(fd);
+	return -1;
+}
+
 int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen)
 {
-	char path[128], *buf;
-	struct stat st, owner;
-	uint64_t at;
-	size_t n0 = m->n;
-	int fd;
+	char path[128], name[40], *buf;
+	uint64_t at, size;
+	size_t n0;
+	int fd, rc;
 
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", pid, pid);
 	/* a symlink is refused (ELOOP), a FIFO does not block the open */
@@ -149,35 +179,14 @@ int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen)
 			errno == ELOOP ? "a symbolic link" : strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/proc/%d", pid); /* owned by the process's uid */
-	if (stat(path, &owner) || fstat(fd, &st)) { /* the process is gone */
-		close(fd);
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != owner.st_uid ||
-	    (uint64_t)st.st_size > PERFMAP_MAX_BYTES) {
-		if (!S_ISREG(st.st_mode))
-			set_err(why, whylen, "/tmp/perf-%d.map: not a regular file", pid);
-		else if (st.st_uid != owner.st_uid)
-			set_err(why, whylen, "/tmp/perf-%d.map: owned by uid %u, not the "
-				"process's uid %u", pid, (unsigned)st.st_uid,
-				(unsigned)owner.st_uid);
-		else
-			set_err(why, whylen, "/tmp/perf-%d.map: %llu bytes, more than the "
-				"%llu MB read", pid, (unsigned long long)st.st_size,
-				PERFMAP_MAX_BYTES >> 20);
-		close(fd);
-		return -1;
-	}
-	if ((uint64_t)st.st_ino != m->ino || (uint64_t)st.st_size < m->read_to) {
-		clear(m); /* another file, or cut short: start over */
-		m->ino = (uint64_t)st.st_ino;
-	}
-	buf = (uint64_t)st.st_size > m->read_to ? malloc(CHUNK) : NULL;
+	snprintf(name, sizeof(name), "/tmp/perf-%d.map", pid);
+	if ((rc = perfmap_take_file(m, fd, pid, name, PERFMAP_MAX_BYTES, &size, why, whylen)) <= 0)
+		return rc;
+	n0 = m->n; /* after a start over, none */
+	buf = size > m->read_to ? malloc(CHUNK) : NULL;
 	at = m->read_to;
-	while (buf && at < (uint64_t)st.st_size) {
-		size_t want = (uint64_t)st.st_size - at < CHUNK ? (size_t)((uint64_t)st.st_size - at)
-								: CHUNK;
+	while (buf && at < size) {
+		size_t want = size - at < CHUNK ? (size_t)(size - at) : CHUNK;
 		ssize_t got = pread(fd, buf, want, (off_t)at);
 		size_t used;
 
@@ -188,7 +197,7 @@ int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen)
 			if ((size_t)got < CHUNK)
 				break; /* a line still being written */
 			used = (size_t)got; /* a line longer than CHUNK: skipped */
-			while (at + used < (uint64_t)st.st_size) { /* to its end */
+			while (at + used < size) { /* to its end */
 				ssize_t more = pread(fd, buf, CHUNK, (off_t)(at + used));
 				const char *nl = more > 0 ? memchr(buf, '\n', (size_t)more) : NULL;
 

@@ -40,6 +40,14 @@ void perfmap_add(struct perfmap *m, uint64_t start, uint64_t size, const char *n
  * changed, 0 if not (or there is no file), -1 if the file is refused, with
  * why set (one line: not a regular file, not the process's user's, too big). */
 int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen);
+/* For the readers of a JIT's files (this one, jitdump.h): is the file
+ * open on fd one to read for pid?  A regular file owned by the process's
+ * user, at most max bytes.  1: yes, *size its size, and m started over if
+ * it is another file than the one read last or was cut short; 0: the
+ * process is gone; -1: refused, with why (naming the file `name`).  fd is
+ * closed unless 1 is returned. */
+int perfmap_take_file(struct perfmap *m, int fd, int pid, const char *name, uint64_t max,
+		      uint64_t *size, char *why, size_t whylen);
 /* The symbol whose [start, end) holds pc, or NULL. */
 const struct jit_sym *perfmap_find(const struct perfmap *m, uint64_t pc);
 void perfmap_free(struct perfmap *m);
