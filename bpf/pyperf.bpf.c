@@ -106,16 +106,7 @@ struct {
 	__type(value, struct skip_info);
 } skip SEC(".maps");
 
-/* tid -> its PyThreadState; 0: none found (a native thread, or a Python
- * one before it bound its state), looked for again as find_tstate says */
-struct tstate_cache {
-	__u32 tgid;
-	__u32 pad;
-	__u64 tstate;
-	__u64 stamp_ns;          /* when the threads were last walked */
-	__u64 head;              /* with tstate 0: the thread list's head then,
-				  * 0 after the first walk that found none */
-};
+/* tid -> its PyThreadState (struct tstate_cache, pyperf.h) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);

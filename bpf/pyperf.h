@@ -94,10 +94,39 @@ struct py_offsets {
 	__u16 interp_modules;        /* PyInterpreterState.imports.modules (sys.modules) */
 	__u16 gen_iframe;            /* PyGenObject.gi_iframe: a generator's or
 				      * coroutine's own frame, inside the object (3.11+) */
-	__u16 frame_localsplus;      /* _PyInterpreterFrame.localsplus (3.11+) */
+	__u16 frame_localsplus;      /* _PyInterpreterFrame.localsplus (3.11+), f_localsplus before */
 	__u16 frame_stack;           /* its value stack's top: int stacktop or
 				      * _PyStackRef *stackpointer (stack_kind) */
 	__u8 stack_kind;             /* enum py_stack_kind */
+	/* loader only: a frame's local variables (dump --locals) and the
+	 * attributes of an instance (Python thread names); frame_localsplus
+	 * above is PyFrameObject.f_localsplus up to 3.10 */
+	__u16 code_argcount;         /* int co_argcount (without *args) */
+	__u16 code_kwonlyargcount;   /* int co_kwonlyargcount */
+	__u16 code_flags;            /* int co_flags (CO_VARARGS, CO_VARKEYWORDS) */
+	__u16 code_nlocals;          /* int co_nlocals; co_nlocalsplus (3.11+) */
+	__u16 code_varnames;         /* co_varnames; co_localsplusnames (3.11+) */
+	__u16 code_localskinds;      /* co_localspluskinds (3.11+) */
+	__u16 code_cellvars;         /* co_cellvars (up to 3.10) */
+	__u16 tuple_items;           /* PyTupleObject.ob_item (3.14+: after ob_hash) */
+	__u16 type_flags;            /* PyTypeObject.tp_flags */
+	__u16 type_dictoffset;       /* PyTypeObject.tp_dictoffset */
+	__u16 type_cached_keys;      /* PyHeapTypeObject.ht_cached_keys */
+	__u8 obj_layout;             /* enum py_obj_layout */
+};
+
+/* Where an instance of a Python class keeps its attributes, and how a dict
+ * and an int are laid out (loader only, python/pyobj.c). */
+enum py_obj_layout {
+	PYOBJ_UNKNOWN = 0,
+	PYOBJ_310 = 10,              /* a dict at tp_dictoffset; dict keys with
+				      * dk_size, 24-byte entries (3.8-3.10) */
+	PYOBJ_311 = 11,              /* values at obj - 32, a dict at obj - 24
+				      * (managed); dk_log2_* keys */
+	PYOBJ_312 = 12,              /* obj - 24 holds the dict, or the values
+				      * tagged | 1; ints with lv_tag */
+	PYOBJ_313 = 13,              /* values inline after the object, a dict
+				      * at obj - 24 once one is made (3.13+) */
 };
 
 /* How a frame records the top of its value stack, which holds the object a
@@ -125,6 +154,19 @@ struct py_async {
 	__u16 task_coro;             /* TaskObj.task_coro */
 	__u16 task_name;             /* TaskObj.task_name */
 	__u16 dict_keys;             /* PyDictObject.ma_keys (3.12/3.13) */
+};
+
+/* A thread's PyThreadState as the sampler found it (map tcache, key: tid;
+ * the loader reads it to name Python threads); tstate 0: none found (a
+ * native thread, or a Python one before it bound its state), looked for
+ * again as find_tstate says. */
+struct tstate_cache {
+	__u32 tgid;
+	__u32 pad;
+	__u64 tstate;
+	__u64 stamp_ns;          /* when the threads were last walked */
+	__u64 head;              /* with tstate 0: the thread list's head then,
+				  * 0 after the first walk that found none */
 };
 
 /* Per-process configuration, key: tgid. Written by the loader. */

@@ -183,7 +183,7 @@ static long frame_step(__u32 i, struct frame_walk *w)
 	w->frame = buf_u64(buf, o->frame_back);
 	/* a chain that loops back (broken by the target, or read mid-change)
 	 * ends here, incomplete; a longer loop ends at the depth cap */
-	if (w->frame == at || w->frame == w->before) {
+	if (w->frame && (w->frame == at || w->frame == w->before)) {
 		w->flags |= STACK_BAD_READ;
 		w->frame = 0;
 	}

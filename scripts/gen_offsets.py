@@ -187,9 +187,34 @@ def field_sources(minor):
             off("frame_stack", "_PyInterpreterFrame", "stackpointer", 8)
             f["stack_kind"] = ("sym", "PYSTACK_POINTER")
     else:
-        f["frame_localsplus"] = ("sym", NO)
+        off("frame_localsplus", "PyFrameObject", "f_localsplus", None)
         f["frame_stack"] = ("sym", NO)
         f["stack_kind"] = ("sym", "PYSTACK_NONE")
+    # a frame's local variables (dump --locals): their names, which are
+    # arguments, and (3.11+) which are plain locals, cells or free variables
+    off("code_argcount", "PyCodeObject", "co_argcount", 4)
+    off("code_kwonlyargcount", "PyCodeObject", "co_kwonlyargcount", 4)
+    off("code_flags", "PyCodeObject", "co_flags", 4)
+    if minor <= 10:
+        off("code_nlocals", "PyCodeObject", "co_nlocals", 4)
+        off("code_varnames", "PyCodeObject", "co_varnames", 8)
+        f["code_localskinds"] = ("sym", NO)
+        # a local that an inner function uses lives in a cell after the
+        # locals, and an argument's own slot is cleared then
+        off("code_cellvars", "PyCodeObject", "co_cellvars", 8)
+    else:
+        off("code_nlocals", "PyCodeObject", "co_nlocalsplus", 4)
+        off("code_varnames", "PyCodeObject", "co_localsplusnames", 8)
+        off("code_localskinds", "PyCodeObject", "co_localspluskinds", 8)
+        f["code_cellvars"] = ("sym", NO)
+    off("tuple_items", "PyTupleObject", "ob_item", None)
+    # an instance's attributes (Python thread names): a dict at
+    # tp_dictoffset up to 3.10, then the shared keys of the class
+    # (ht_cached_keys) with values kept apart from any dict (pyobj.c)
+    off("type_flags", "PyTypeObject", "tp_flags", 8)
+    off("type_dictoffset", "PyTypeObject", "tp_dictoffset", 8)
+    off("type_cached_keys", "PyHeapTypeObject", "ht_cached_keys", 8)
+    f["obj_layout"] = ("sym", "PYOBJ_3%d" % min(max(minor, 10), 13))
     return f
 
 

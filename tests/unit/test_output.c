@@ -112,7 +112,7 @@ static void root_frames_name_process_thread_and_truncation(void **state)
 	char *out;
 
 	profile_init(&p);
-	profile_set_thread_name(&p, 42, "worker");
+	profile_set_thread_name(&p, 7, 42, "worker");
 	add(&p, 1, 42, STACK_TRUNCATED, 1, 1, &f_other, 0u);
 	add(&p, 2, 42, STACK_BAD_READ, 1, 1, &f_other, 0u);
 	out = render(&p, FMT_FOLDED, true, true, true);

@@ -79,7 +79,7 @@ static uint32_t walk(const struct py_offsets *o, uint8_t *ts, struct py_frame *o
 {
 	struct pyproc py = { .pid = getpid(), .off = *o };
 
-	return pywalk_frames(&py, (uint64_t)(uintptr_t)ts, out, 16, flags);
+	return pywalk_frames(&py, (uint64_t)(uintptr_t)ts, out, NULL, 16, flags);
 }
 
 static void free_all(uint8_t **objs, int n)

@@ -20,12 +20,14 @@
 #include "output.h"
 #include "profile.h"
 #include "pyasync.h"
+#include "pyobj.h"
 #include "pyread.h"
 #include "pywalk.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +42,20 @@
 #define STOP_TIMEOUT_MS 2000
 #define DUMP_FETCH_WAIT_S 10             /* for debug files from debuginfod */
 
+/* --locals: one Python frame's variables, read while its thread was stopped */
+struct dlocals {
+	uint32_t instr;              /* the frame's instruction, as its pframe's */
+	int n;
+	struct pylocal *v;
+};
+
 struct dthread {
 	int tid;
 	char state;                  /* /proc state before we stopped it: R, S, D... */
 	bool stopped;                /* seized and in a ptrace stop */
 	struct user_regs_struct regs;
+	struct dlocals *locals;      /* --locals: per Python frame, leaf first */
+	uint32_t nlocals;
 };
 
 struct dumper {
@@ -227,11 +238,56 @@ static uint64_t tstate_of(const struct dumper *d, const uint64_t *ts, int nts, u
 	return 0;
 }
 
+/* a frame's instruction as its pframe has it (naming.c) */
+static uint32_t pframe_instr(uint32_t raw)
+{
+	uint32_t instr = PY_FRAME_INSTR(raw);
+
+	return instr >= 0x7fff0000u ? UINT32_MAX : instr;
+}
+
+/* --locals: the variables of each of t's Python frames (n, leaf first) */
+static void read_locals(struct dumper *d, struct dthread *t, const struct py_frame *frames,
+			const uint64_t *addrs, uint32_t n)
+{
+	static struct pylocal v[PYOBJ_MAX_LOCALS];
+
+	t->locals = calloc(n, sizeof(*t->locals));
+	if (!t->locals)
+		return;
+	t->nlocals = n;
+	for (uint32_t i = 0; i < n; i++) {
+		int k = pyobj_locals(d->o->pid, &d->py.off, addrs[i], frames[i].code, v,
+				     PYOBJ_MAX_LOCALS);
+
+		t->locals[i].instr = pframe_instr(frames[i].instr);
+		if (k > 0 && (t->locals[i].v = malloc((size_t)k * sizeof(*v)))) {
+			memcpy(t->locals[i].v, v, (size_t)k * sizeof(*v));
+			t->locals[i].n = k;
+		}
+	}
+}
+
+/* The variables of Python frame f, the next of t's frames from *next on
+ * that runs f's instruction (frames the names leave out, as the init shim,
+ * are passed over); NULL: none. */
+static const struct dlocals *locals_of(const struct dthread *t, const struct pframe *f,
+				       uint32_t *next)
+{
+	for (uint32_t j = *next; t && j < t->nlocals; j++)
+		if (t->locals[j].instr == f->instr) {
+			*next = j + 1;
+			return &t->locals[j];
+		}
+	return NULL;
+}
+
 /* Walk one stopped thread and add its stack to the profile (one sample). */
 static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 			const struct native_maps *nm)
 {
 	static struct py_frame frames[PYPERF_MAX_FRAMES];
+	static uint64_t addrs[PYPERF_MAX_FRAMES];
 	static __u64 native[PYPERF_MAX_NATIVE];
 	char comm[PYPERF_COMM_LEN + 1] = "", path[64];
 	struct raw_stack raw = { .pid = d->o->pid, .tid = t->tid, .gen = 1,
@@ -242,7 +298,9 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 	FILE *f;
 
 	if (tstate)
-		raw.npy = pywalk_frames(&d->py, tstate, frames, PYPERF_MAX_FRAMES, &pyflags);
+		raw.npy = pywalk_frames(&d->py, tstate, frames, addrs, PYPERF_MAX_FRAMES, &pyflags);
+	if (d->o->locals && raw.npy)
+		read_locals(d, t, frames, addrs, raw.npy);
 	if (nm && t->stopped) {
 		struct unwind_regs g = { t->regs.rip, t->regs.rsp, t->regs.rbp, t->regs.rbx };
 
@@ -258,6 +316,13 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 	}
 	if (naming_add_stack(&d->names, &d->prof, &raw) == 0)
 		profile_add_count(&d->prof, &ref, (uint32_t)t->tid, 1, NULL, 0);
+	if (tstate) { /* its threading.Thread's name; the main thread has none */
+		char *name = pyobj_thread_name(d->o->pid, &d->py.off, tstate);
+
+		profile_set_thread_pyname(&d->prof, (uint32_t)t->tid,
+					  name ? name : t->tid == d->o->pid ? "MainThread" : NULL);
+		free(name);
+	}
 }
 
 /* "function (file:line)" of code at instruction offset instr, or "" */
@@ -411,11 +476,13 @@ static void print_stack(const struct dumper *d, const struct psample *s)
 	const struct pstack *st = s->stack;
 	const struct dthread *t = find_thread(d, s->tid);
 	bool any = false;
+	uint32_t next = 0;
 
 	printf("\nThread %u \"%s\" (%s)\n", s->tid, profile_thread_name(&d->prof, s->tid),
 	       state_word(t ? t->state : '?'));
 	for (uint32_t i = 0; i < st->nframes; i++) {
 		const struct pframe *f = &st->frames[i];
+		const struct dlocals *l;
 
 		if (!d->o->native && f->fn->kind != FN_PYTHON)
 			continue;
@@ -423,6 +490,14 @@ static void print_stack(const struct dumper *d, const struct psample *s)
 		out_frame_label(&b, f, !d->o->no_lines);
 		printf("    %s\n", sb_ok(&b) ? b.s : "?");
 		any = true;
+		if (f->fn->kind != FN_PYTHON || !(l = locals_of(t, f, &next)))
+			continue;
+		/* as py-spy prints them: arguments, then the other locals */
+		for (int k = 0; k < l->n; k++) {
+			if (k == 0 || l->v[k].arg != l->v[k - 1].arg)
+				printf("        %s\n", l->v[k].arg ? "Arguments:" : "Locals:");
+			printf("            %s: %s\n", l->v[k].name, l->v[k].repr);
+		}
 	}
 	if (st->flags & STACK_TRUNCATED)
 		printf("    [more frames not shown]\n");
@@ -473,13 +548,35 @@ static void print_tasks(const struct dumper *d)
 /* --json: the objects written so far (across the processes of --subprocesses) */
 static unsigned json_objects;
 
+/* --json: a frame's locals as py-spy gives them, [] when none were read,
+ * null without --locals */
+static void json_locals(struct sbuf *b, const struct dlocals *l, bool asked)
+{
+	if (!asked) {
+		sb_puts(b, "null");
+		return;
+	}
+	sb_puts(b, "[");
+	for (int k = 0; l && k < l->n; k++) {
+		sb_puts(b, k ? ", {\"name\": " : "{\"name\": ");
+		out_json_str(b, l->v[k].name);
+		sb_printf(b, ", \"addr\": %" PRIu64 ", \"arg\": %s, \"repr\": ", l->v[k].addr,
+			  l->v[k].arg ? "true" : "false");
+		out_json_str(b, l->v[k].repr);
+		sb_puts(b, "}");
+	}
+	sb_puts(b, "]");
+}
+
 /* --json, one thread: py-spy dump --json's fields (what we do not know is
- * null: owns_gil, locals, process_info; thread_name is the OS's) */
+ * null: thread_id, owns_gil, process_info; thread_name is Python's where the
+ * thread has one, else the OS's) */
 static void json_thread(const struct dumper *d, const struct psample *s, struct sbuf *b)
 {
 	const struct pstack *st = s->stack;
 	const struct dthread *t = find_thread(d, s->tid);
 	bool first = true;
+	uint32_t next = 0;
 
 	sb_printf(b, "%s  {\n    \"pid\": %d,\n    \"thread_id\": null,\n    \"thread_name\": ",
 		  json_objects++ ? ",\n" : "", d->o->pid);
@@ -511,7 +608,9 @@ static void json_thread(const struct dumper *d, const struct psample *s, struct 
 			sb_printf(b, ", \"line\": %d", func_line(fn, f->instr));
 		else
 			sb_puts(b, ", \"line\": null");
-		sb_puts(b, ", \"locals\": null}");
+		sb_puts(b, ", \"locals\": ");
+		json_locals(b, d->o->locals && py ? locals_of(t, f, &next) : NULL, d->o->locals && py);
+		sb_puts(b, "}");
 	}
 	sb_puts(b, first ? "],\n    \"process_info\": null\n  }" :
 			   "\n    ],\n    \"process_info\": null\n  }");
@@ -611,6 +710,11 @@ quiet:
 	dbgfetch_stop(d.fetch);
 	for (size_t i = 0; i < PYPERF_MAX_TABLES; i++)
 		free(d.table[i]);
+	for (size_t i = 0; d.t && i < d.n; i++) {
+		for (uint32_t j = 0; j < d.t[i].nlocals; j++)
+			free(d.t[i].locals[j].v);
+		free(d.t[i].locals);
+	}
 	free(d.t);
 	free(d.tasks);
 	return rc;
@@ -618,7 +722,7 @@ quiet:
 
 /* ---- the command line ---- */
 
-enum { OPT_NO_LINES = 256, OPT_ASYNC, OPT_SUBPROCESSES, OPT_JSON };
+enum { OPT_NO_LINES = 256, OPT_ASYNC, OPT_SUBPROCESSES, OPT_JSON, OPT_LOCALS };
 
 /* --subprocesses: the process, then each CPython process under it (by
  * pid), a blank line between; the status is the first process's */
@@ -652,6 +756,7 @@ int dump_main(int argc, char **argv)
 		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "locals", no_argument, NULL, OPT_LOCALS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -659,7 +764,7 @@ int dump_main(int argc, char **argv)
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:nlh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if ((o.pid = cmdline_pid(optarg)) < 0)
@@ -680,13 +785,23 @@ int dump_main(int argc, char **argv)
 		case OPT_JSON:
 			o.json = true;
 			break;
+		case 'l':
+		case OPT_LOCALS:
+			o.locals = true;
+			break;
 		case 'h':
-			printf("usage: pyperf-bpf dump -p PID [--native] [--no-lines] [--async]\n"
-			       "                       [--subprocesses] [--json]\n\n"
+			printf("usage: pyperf-bpf dump -p PID [--native] [--locals] [--no-lines]\n"
+			       "                       [--async] [--subprocesses] [--json]\n\n"
 			       "Print the current stack of every thread of a CPython process once,\n"
 			       "running or not.  The threads are stopped for a few milliseconds.\n\n"
 			       "  -p, --pid PID     the process\n"
 			       "  -n, --native      native frames too, merged with the Python ones\n"
+			       "  -l, --locals      each Python frame's arguments and local variables:\n"
+			       "                    None, bools, numbers, str and bytes (cut at 100\n"
+			       "                    characters) as Python writes them, containers as\n"
+			       "                    their type and length, other objects as\n"
+			       "                    <TYPE object at ADDRESS>; read from memory, no code\n"
+			       "                    runs in the process\n"
 			       "      --no-lines    functions without line numbers (or --function)\n"
 			       "      --async       every asyncio task (CPython 3.12+): its state and\n"
 			       "                    coroutine, under the task that awaits it\n"

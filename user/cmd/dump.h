@@ -12,6 +12,7 @@ struct dump_opts {
 	bool subprocesses;           /* --subprocesses: the CPython processes under it too */
 	bool quiet_not_python;       /* one of those: nothing said if it is not CPython */
 	bool json;                   /* --json: py-spy dump --json's array of threads */
+	bool locals;                 /* --locals: each Python frame's variables */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 };
 

@@ -48,11 +48,20 @@ static void free_proc(void *v)
 	free(pp);
 }
 
+static void free_thread(void *v)
+{
+	struct pthread *t = v;
+
+	if (t)
+		free(t->py);
+	free(t);
+}
+
 void profile_free(struct profile *p)
 {
 	hmap_free(&p->procs, free_proc);
 	hmap_free(&p->samples, free);
-	hmap_free(&p->threads, free);
+	hmap_free(&p->threads, free_thread);
 	hmap_free(&p->kstacks, free);
 	hmap_free(&p->knames, free);
 	memset(p, 0, sizeof(*p));
@@ -125,20 +134,47 @@ int profile_keep_func(struct profile *p, int pid, struct func *fn, const struct 
 	return hmap_put(&pp->code, &k, sizeof(k), fn);
 }
 
-void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm)
+static struct pthread *thread_entry(struct profile *p, uint32_t tid)
 {
-	char *name = hmap_get(&p->threads, &tid, sizeof(tid));
+	struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));
 
-	if (!name) {
-		name = calloc(1, PYPERF_COMM_LEN + 1);
-		if (!name || hmap_put(&p->threads, &tid, sizeof(tid), name)) {
-			free(name);
-			return;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t || hmap_put(&p->threads, &tid, sizeof(tid), t)) {
+			free(t);
+			return NULL;
 		}
 	}
+	return t;
+}
+
+
+void profile_set_thread_name(struct profile *p, int pid, uint32_t tid, const char *comm)
+{
+	struct pthread *t = thread_entry(p, tid);
+
+	if (!t)
+		return;
+	if (t->pid != pid) { /* a tid reused by another process */
+		free(t->py);
+		t->py = NULL;
+		t->py_tried_ns = 0;
+	}
+	t->pid = pid;
 	/* comm: the kernel's fixed-size name, NUL-padded, or a shorter string */
-	memset(name, 0, PYPERF_COMM_LEN + 1);
-	memcpy(name, comm, strnlen(comm, PYPERF_COMM_LEN));
+	memset(t->os, 0, sizeof(t->os));
+	memcpy(t->os, comm, strnlen(comm, PYPERF_COMM_LEN));
+}
+
+void profile_set_thread_pyname(struct profile *p, uint32_t tid, const char *name)
+{
+	struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));
+	char *copy;
+
+	if (!t || !name || (t->py && !strcmp(t->py, name)) || !(copy = strdup(name)))
+		return;
+	free(t->py);
+	t->py = copy;
 }
 
 /* ref's stack in its process's entry pp (may be NULL) */
@@ -403,9 +439,9 @@ struct psample **profile_samples(const struct profile *p, size_t *n)
 
 const char *profile_thread_name(const struct profile *p, uint32_t tid)
 {
-	const char *name = hmap_get(&p->threads, &tid, sizeof(tid));
+	const struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));
 
-	return name ? name : "?";
+	return !t ? "?" : t->py ? t->py : t->os[0] ? t->os : "?";
 }
 
 size_t profile_nprocs_seen(const struct profile *p)
@@ -421,7 +457,7 @@ void profile_reset_counts(struct profile *p)
 {
 	hmap_free(&p->samples, free);
 	hmap_free(&p->kstacks, free); /* the samples held the only references */
-	hmap_free(&p->threads, free);
+	hmap_free(&p->threads, free_thread);
 	memset(&p->samples, 0, sizeof(p->samples));
 	memset(&p->kstacks, 0, sizeof(p->kstacks));
 	memset(&p->threads, 0, sizeof(p->threads));

@@ -36,6 +36,14 @@ struct pframe {
 	uint32_t instr;              /* byte offset in the code, UINT32_MAX: not started */
 };
 
+/* A thread as outputs name it. */
+struct pthread {
+	int pid;
+	char os[PYPERF_COMM_LEN + 1]; /* the kernel's name (comm) */
+	char *py;                    /* its threading.Thread's name, NULL: none known */
+	uint64_t py_tried_ns;        /* when the Python name was last looked for */
+};
+
 struct pstack {
 	uint32_t pid;
 	uint32_t gen;                /* the process image it was sampled in */
@@ -94,7 +102,7 @@ struct pproc {
 struct profile {
 	struct hmap procs;           /* pid -> struct pproc * */
 	struct hmap samples;         /* (struct pstack *, tid) -> struct psample * */
-	struct hmap threads;         /* tid -> thread name (char[PYPERF_COMM_LEN]) */
+	struct hmap threads;         /* tid -> struct pthread */
 	struct hmap kstacks;         /* kernel addresses -> struct kstack * */
 	struct hmap knames;          /* kernel address -> its symbol name */
 	uint64_t total;              /* samples counted */
@@ -150,9 +158,13 @@ uint64_t *profile_unnamed_kernel(const struct profile *p, size_t *n);
 void profile_set_kernel_names(struct profile *p, const uint64_t *addrs, char **names, size_t n);
 /* All (stack, thread) samples, in a stable order (caller frees the array). */
 struct psample **profile_samples(const struct profile *p, size_t *n);
-/* Remember thread tid's name (comm, up to PYPERF_COMM_LEN bytes). */
-void profile_set_thread_name(struct profile *p, uint32_t tid, const char *comm);
-/* Name of thread tid as the kernel knew it, or "?". */
+/* Remember thread tid of process pid and its OS name (comm, up to
+ * PYPERF_COMM_LEN bytes). */
+void profile_set_thread_name(struct profile *p, int pid, uint32_t tid, const char *comm);
+/* Thread tid (known) has this Python name (threading.Thread's), which
+ * outputs show instead of the OS's. */
+void profile_set_thread_pyname(struct profile *p, uint32_t tid, const char *name);
+/* Name of thread tid: its Python name, else the kernel's, else "?". */
 const char *profile_thread_name(const struct profile *p, uint32_t tid);
 /* Start a new interval (daemon): counts, samples, kernel stacks and thread
  * names go; processes, their stacks and names stay, so keys the sampler

@@ -570,6 +570,29 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 		o.frame_stack = t->frame_stack;
 		o.stack_kind = t->stack_kind;
 	}
+	/* what only the loader reads (locals, attributes), unpublished: the
+	 * version table's, where its code object and frame agree with these */
+	o.code_argcount = o.code_kwonlyargcount = o.code_flags = o.code_nlocals = PYPERF_NO_OFFSET;
+	o.code_varnames = o.code_localskinds = o.code_cellvars = o.tuple_items = PYPERF_NO_OFFSET;
+	o.type_flags = o.type_dictoffset = o.type_cached_keys = PYPERF_NO_OFFSET;
+	o.obj_layout = PYOBJ_UNKNOWN;
+	if ((t = py_offsets_for_version(3, minor)) && t->code_filename == o.code_filename &&
+	    t->code_name == o.code_name && t->code_adaptive == o.code_adaptive &&
+	    (o.frame_localsplus == PYPERF_NO_OFFSET || t->frame_localsplus == o.frame_localsplus)) {
+		o.frame_localsplus = t->frame_localsplus;
+		o.code_argcount = t->code_argcount;
+		o.code_kwonlyargcount = t->code_kwonlyargcount;
+		o.code_flags = t->code_flags;
+		o.code_nlocals = t->code_nlocals;
+		o.code_varnames = t->code_varnames;
+		o.code_localskinds = t->code_localskinds;
+		o.code_cellvars = t->code_cellvars;
+		o.tuple_items = t->tuple_items;
+		o.type_flags = t->type_flags;
+		o.type_dictoffset = t->type_dictoffset;
+		o.type_cached_keys = t->type_cached_keys;
+		o.obj_layout = t->obj_layout;
+	}
 	*out = o;
 	return 0;
 }

@@ -82,7 +82,8 @@ static size_t put_utf8(char *out, uint32_t c)
  * a str may hold (surrogateescape'd file names), become U+FFFD so the output
  * stays valid UTF-8; so do control characters (a file name may hold a
  * newline, a freed string anything), which would break a folded line. */
-static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64_t whole)
+static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64_t whole,
+		     bool raw, size_t *bytes)
 {
 	char *out = malloc(length * 4 + 48), *p = out;
 
@@ -104,11 +105,15 @@ static char *to_utf8(const uint8_t *data, uint64_t length, unsigned kind, uint64
 		}
 		/* a lone surrogate is no UTF-8; a NUL would end the name early,
 		 * a newline the output's line */
-		if ((c >= 0xd800 && c <= 0xdfff) || c < 0x20 || c == 0x7f)
+		if ((c >= 0xd800 && c <= 0xdfff) || (!raw && (c < 0x20 || c == 0x7f)))
 			c = 0xfffd;
 		p += put_utf8(p, c);
 	}
-	if (whole > length)
+	if (bytes)
+		*bytes = (size_t)(p - out);
+	if (raw)
+		*p = 0;
+	else if (whole > length)
 		sprintf(p, "...[cut: %llu characters]", (unsigned long long)whole);
 	else
 		*p = 0;
@@ -139,7 +144,11 @@ static bool of_type(const uint8_t *hdr, uint64_t addr, uint64_t type, bool alive
 	return !alive || (refcnt && refcnt - addr + ARENA_SPAN >= 2 * ARENA_SPAN);
 }
 
-static char *read_str(int pid, uint64_t obj, const struct py_offsets *o, uint64_t type)
+/* the first max characters of str obj (of type `type`, 0: not checked) as
+ * UTF-8; raw: control characters and NULs kept (*bytes long, *whole
+ * characters in all), else made U+FFFD and a cut marked */
+static char *read_str(int pid, uint64_t obj, const struct py_offsets *o, uint64_t type,
+		      uint64_t max, bool raw, size_t *bytes, uint64_t *whole_out)
 {
 	uint8_t hdr[128];
 	uint64_t length, whole;
@@ -159,8 +168,10 @@ static char *read_str(int pid, uint64_t obj, const struct py_offsets *o, uint64_
 	if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > MAX_STR_LEN)
 		return NULL;
 	whole = length;
-	if (length > PYREAD_MAX_CHARS)
-		length = PYREAD_MAX_CHARS;
+	if (whole_out)
+		*whole_out = whole;
+	if (length > max)
+		length = max;
 	data = malloc(length * kind + 1);
 	if (!data)
 		return NULL;
@@ -171,14 +182,20 @@ static char *read_str(int pid, uint64_t obj, const struct py_offsets *o, uint64_
 	}
 	s = NULL;
 	if (!ascii || kind != 1 || !memchr_high(data, length))
-		s = to_utf8(data, length, kind, whole);
+		s = to_utf8(data, length, kind, whole, raw, bytes);
 	free(data);
 	return s;
 }
 
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o)
 {
-	return read_str(pid, obj, o, 0);
+	return read_str(pid, obj, o, 0, PYREAD_MAX_CHARS, false, NULL, NULL);
+}
+
+char *pyread_str_value(int pid, uint64_t obj, const struct py_offsets *o, size_t max,
+		       size_t *bytes, uint64_t *chars)
+{
+	return read_str(pid, obj, o, 0, max, true, bytes, chars);
 }
 
 static uint8_t *read_bytes(int pid, uint64_t obj, const struct py_offsets *o, uint64_t type,
@@ -243,8 +260,9 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 		return NULL;
 	f->firstlineno = first;
 	f->lt_kind = o->linetable_kind;
-	f->name = read_str(pid, field_ptr(hdr, name_off), o, t->str);
-	f->file = read_str(pid, field_ptr(hdr, o->code_filename), o, t->str);
+	f->name = read_str(pid, field_ptr(hdr, name_off), o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
+	f->file = read_str(pid, field_ptr(hdr, o->code_filename), o, t->str, PYREAD_MAX_CHARS, false,
+			   NULL, NULL);
 	f->lt = read_bytes(pid, field_ptr(hdr, o->code_linetable), o, t->bytes, &f->lt_len);
 	/* with no types to check, an empty name or file is the sign of a
 	 * freed code object's strings */

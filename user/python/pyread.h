@@ -19,6 +19,11 @@ int mem_read(int pid, uint64_t addr, void *buf, size_t len);
  * longer than PYREAD_MAX_CHARS is cut there, ending "...[cut: N characters]". */
 #define PYREAD_MAX_CHARS 4096
 char *pyread_str(int pid, uint64_t obj, const struct py_offsets *o);
+/* The first max characters of str object obj as UTF-8 with control
+ * characters and NULs kept (for a repr: *bytes long; *chars: its length in
+ * characters), malloc'd, or NULL. */
+char *pyread_str_value(int pid, uint64_t obj, const struct py_offsets *o, size_t max,
+		       size_t *bytes, uint64_t *chars);
 /* A bytes object's contents (malloc'd, *len set), or NULL. */
 uint8_t *pyread_bytes(int pid, uint64_t obj, const struct py_offsets *o, size_t *len);
 /* Where the target's type objects for code, str and bytes lie (all 0: not

@@ -62,7 +62,7 @@ uint32_t pywalk_code_check_at(int pid, const struct py_offsets *o, uint64_t code
 }
 
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
-		       uint32_t cap, uint32_t *flags)
+		       uint64_t *addrs, uint32_t cap, uint32_t *flags)
 {
 	const struct py_offsets *o = &py->off;
 	uint8_t buf[PYPERF_FRAME_READ_MAX];
@@ -87,7 +87,7 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 		code = py_frame_code(o, code);
 		at = frame;
 		memcpy(&frame, buf + o->frame_back, sizeof(frame));
-		if (frame == at || frame == before) { /* loops back: as the sampler does */
+		if (frame && (frame == at || frame == before)) { /* loops back: as the sampler does */
 			*flags |= STACK_BAD_READ;
 			frame = 0;
 		}
@@ -100,6 +100,8 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 		if (!code)
 			continue;
 		memcpy(&raw, buf + o->frame_instr, sizeof(raw));
+		if (addrs)
+			addrs[n] = at;
 		out[n].code = code;
 		out[n].instr = py_frame_instr(o, raw, code) |
 			       py_frame_entry(o, buf[o->frame_is_entry & (PYPERF_FRAME_READ_MAX - 1)]);

@@ -24,10 +24,11 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
 uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code);
 /* The same, given the process and its offsets. */
 uint32_t pywalk_code_check_at(int pid, const struct py_offsets *o, uint64_t code);
-/* The Python frames of tstate, leaf first, into out[0..cap); returns how
- * many, and STACK_TRUNCATED / STACK_BAD_READ in *flags. */
+/* The Python frames of tstate, leaf first, into out[0..cap) and, addrs not
+ * NULL, the address of each frame into addrs[0..cap); returns how many, and
+ * STACK_TRUNCATED / STACK_BAD_READ in *flags. */
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
-		       uint32_t cap, uint32_t *flags);
+		       uint64_t *addrs, uint32_t cap, uint32_t *flags);
 
 /* The unwind table a mapping names (native_mapping.table), header first as
  * the sampler sees it (pyperf.h), or NULL when it is not loaded. */

@@ -2,11 +2,13 @@
  * while the process is alive; a code object already named for this image
  * (same address and check) is not read again. */
 #include "naming.h"
+#include "clock.h"
 #include "ksyms.h"
 #include "merge.h"
 #include "native.h"
 #include "profile.h"
 #include "pyasync.h"
+#include "pyobj.h"
 #include "pyread.h"
 #include "sampler.h"
 
@@ -245,7 +247,7 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	if (!pp->comm[0])
 		describe(p, s->pid);
 	if (s->thread_name)
-		profile_set_thread_name(p, (uint32_t)s->tid, s->thread_name);
+		profile_set_thread_name(p, s->pid, (uint32_t)s->tid, s->thread_name);
 	/* a stack the loader makes itself (a waiting task) has no native part:
 	 * memcpy from NULL is undefined even for 0 bytes */
 	if (pybytes)
@@ -335,4 +337,34 @@ void naming_name_kernel(struct profile *p, struct sampler *s)
 	profile_set_kernel_names(p, addrs, names, names ? n : 0);
 	free(addrs);
 	free(names);
+}
+
+/* Look a thread's Python name up again at most this often (a thread that
+ * is not (yet) running threading's code, a thread renamed later). */
+#define PYNAME_RETRY_NS 1000000000ull
+
+void naming_python_thread(struct naming *n, struct profile *p, struct sampler *s, int pid,
+			  uint32_t tid, bool again)
+{
+	const struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
+	struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));
+	uint64_t now = clock_mono_ns(), tstate;
+	char *name;
+
+	if (!im || !t || t->pid != pid || (t->py && !again) ||
+	    (!again && t->py_tried_ns && now - t->py_tried_ns < PYNAME_RETRY_NS))
+		return;
+	t->py_tried_ns = now;
+	tstate = sampler_thread_state(s, (uint32_t)pid, tid);
+	name = tstate ? pyobj_thread_name(pid, &im->off, tstate) : NULL;
+	/* the main thread has no Thread._bootstrap frame: threading names it so */
+	profile_set_thread_pyname(p, tid, name ? name : (uint32_t)pid == tid ? "MainThread" : NULL);
+	free(name);
+}
+
+void naming_python_threads(struct naming *n, struct profile *p, struct sampler *s)
+{
+	hmap_for_each(&p->threads, e)
+		naming_python_thread(n, p, s, ((struct pthread *)e->val)->pid,
+				     *(const uint32_t *)e->key, true);
 }

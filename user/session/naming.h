@@ -67,4 +67,14 @@ void naming_raw_of_event(const struct ev_stack *ev, struct raw_stack *out);
  * frames that cannot be named are "[unknown]".  Before writing p. */
 void naming_name_kernel(struct profile *p, struct sampler *s);
 
+/* Give thread tid of pid (a thread p knows) its Python name, read through
+ * the thread state the sampler s found for it: its threading.Thread's name,
+ * "MainThread" for the process's first thread.  Once a thread has one it is
+ * looked up again only when `again` (before a profile is written: renamed
+ * threads); one without is looked for at most once a second. */
+void naming_python_thread(struct naming *n, struct profile *p, struct sampler *s, int pid,
+			  uint32_t tid, bool again);
+/* The same for every thread p knows. */
+void naming_python_threads(struct naming *n, struct profile *p, struct sampler *s);
+
 #endif

@@ -687,6 +687,15 @@ int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
 	return bpf_map__update_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), BPF_ANY);
 }
 
+uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid)
+{
+	struct tstate_cache c;
+
+	if (!s || bpf_map__lookup_elem(s->skel->maps.tcache, &tid, sizeof(tid), &c, sizeof(c), 0))
+		return 0;
+	return c.tgid == pid ? c.tstate : 0;
+}
+
 /* cpu's event that runs on_sample: its cpu-clock at freq, or (--mode
  * faults) every page fault, which on_sample picks from itself */
 static int perf_open_sampling(int cpu, int freq, enum pyperf_mode mode)

@@ -106,6 +106,8 @@ void sampler_exited(struct sampler *s, uint32_t pid);
 int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
+/* The PyThreadState the sampler found for thread tid of pid, 0: none. */
+uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid);
 /* Open and attach the perf events: sampling starts. */
 int sampler_start(struct sampler *s, char *err, size_t errlen);
 /* Detach the perf events: sampling stops. */

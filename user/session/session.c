@@ -48,6 +48,8 @@
 #define BACKOFF_MAX_NS (30ull * 1000 * 1000 * 1000)
 #define CHILD_GRACE_NS (2ull * 1000 * 1000 * 1000) /* each step of a command's end */
 #define PRUNE_EVERY_NS (30ull * 1000 * 1000 * 1000)
+/* how often the Python names of the threads seen are read again */
+#define THREAD_NAMES_EVERY_NS (1000ull * 1000 * 1000)
 
 static volatile sig_atomic_t stop_signal, hup_signal;
 
@@ -399,6 +401,7 @@ static void on_stack(void *ctx, const struct ev_stack *ev)
 		async_try(r, (int)ev->pid);
 	naming_raw_of_event(ev, &raw);
 	naming_add_stack(&r->names, &r->prof, &raw);
+	naming_python_thread(&r->names, &r->prof, r->s, (int)ev->pid, ev->tid, false);
 	if (r->nat_on && native_take_stale(&r->nat, (int)ev->pid))
 		update_native(r, (int)ev->pid);
 	if (r->first_native_ms < 0 && ev->nnative && ev->nframes &&
@@ -707,6 +710,7 @@ static void run_loop(struct session *r, uint64_t start)
 	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	uint64_t drain_ns = o->drain_ms ? o->drain_ms * 1000000ull : DRAIN_EVERY_NS;
 	uint64_t next_drain = start + drain_ns, next_prune = start + PRUNE_EVERY_NS;
+	uint64_t next_names = start + THREAD_NAMES_EVERY_NS;
 
 	while (!stop_signal) {
 		uint64_t now;
@@ -720,6 +724,10 @@ static void run_loop(struct session *r, uint64_t start)
 			async_waits(r, now);
 		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
 			r->warm_cpu = clock_cpu_s(NULL);
+		if (now >= next_names) { /* threads renamed since */
+			naming_python_threads(&r->names, &r->prof, r->s);
+			next_names = now + THREAD_NAMES_EVERY_NS;
+		}
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
 			next_drain = now + drain_ns;
@@ -937,6 +945,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 
 		sampler_stats(r.s, end.stats);
 		naming_name_kernel(&r.prof, r.s);
+		naming_python_threads(&r.names, &r.prof, r.s);
 		if (h->on_drain)
 			h->on_drain(h->ctx, &r.prof, end.stats, secs, true);
 		if (h->on_end && h->on_end(h->ctx, &r.prof, &end, err, sizeof(err)))

@@ -1,0 +1,53 @@
+/* pyobj.h - read Python values out of another process for people to look
+ * at: a short repr of any object, an attribute of an instance, the local
+ * variables of a frame (dump --locals) and the name of the threading.Thread
+ * a thread state runs (Python thread names).
+ *
+ * Nothing here runs code in the target: every value is read from memory
+ * with process_vm_readv, every read is checked and every walk is bounded,
+ * and an object whose layout is not known is shown by its type name and
+ * address.  Layouts come from struct py_offsets (the version table). */
+#ifndef PYPERF_PYOBJ_H
+#define PYPERF_PYOBJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "pyperf.h"
+
+#define PYOBJ_REPR_MAX 160           /* bytes of a repr, with its NUL */
+#define PYOBJ_NAME_MAX 64            /* bytes of a variable's name, with its NUL */
+#define PYOBJ_MAX_LOCALS 256         /* variables shown per frame */
+
+/* A short repr of obj (Python's for None, bool, int, float, str and bytes,
+ * the type and length of a container, "<TYPE object at 0x...>" otherwise)
+ * into out, cut at len - 1 bytes; "<unreadable>" when obj cannot be read. */
+void pyobj_repr(int pid, const struct py_offsets *o, uint64_t obj, char *out, size_t len);
+
+/* The value of attribute `name` of instance obj of a Python class (one
+ * whose attributes live in its __dict__ or its class's shared keys), or 0. */
+uint64_t pyobj_attr(int pid, const struct py_offsets *o, uint64_t obj, const char *name);
+
+struct pylocal {
+	char name[PYOBJ_NAME_MAX];
+	char repr[PYOBJ_REPR_MAX];
+	uint64_t addr;               /* the object */
+	bool arg;                    /* an argument of the function */
+};
+
+/* The bound local variables of the frame at `frame` (PyFrameObject up to
+ * 3.10, _PyInterpreterFrame after), which runs code object `code`:
+ * arguments first, in their order, then the other locals; unbound ones are
+ * left out, as are free variables (the enclosing function's).  Returns how
+ * many (at most cap), or -1 when the code object cannot be read or the
+ * version's layout is not known. */
+int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t code,
+		 struct pylocal *out, int cap);
+
+/* The name of the threading.Thread object that thread state tstate runs
+ * (its bottom frame is Thread._bootstrap, whose `self` it is), malloc'd, or
+ * NULL when the thread was not started by threading (the main thread among
+ * them) or it cannot be read. */
+char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate);
+
+#endif
