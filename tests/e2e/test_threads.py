@@ -1,11 +1,15 @@
 """Every thread is attributed to its own stack, also one that runs C code with
 the GIL released; a sleeping thread does not appear in a CPU profile; with
---threads each stack starts with a frame naming the thread's tid and name."""
+--threads each stack starts with a frame naming the thread's tid and name,
+Python's name for it where it has one."""
 import json
 import os
 import re
 
-from conftest import WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+import pytest
+
+from conftest import SUPPORTED, WORKLOADS, names, parse_folded, run_pyperf, supported_pythons
+from pprofread import decode
 
 THREAD_RE = re.compile(r"^thread (\d+) (.*)$")
 
@@ -39,3 +43,30 @@ def test_threads_attributed_and_sleeper_absent(python, tmp_path):
     # each function's samples come from its own thread, named as the thread named itself
     assert thread_of["py_spin"] == {(ids["py_spin"], "py-spin")}
     assert thread_of["c_work"] == {(ids["c_work"], "c-work")}
+
+
+@pytest.mark.parametrize("python", [p for p in SUPPORTED if p[1] in ((3, 9), SUPPORTED[-1][1])],
+                         ids=lambda p: f"{p[1][0]}.{p[1][1]}")
+def test_threads_carry_their_python_names(python, tmp_path):
+    """Threads are shown by the name Python gave them (the OS only has the
+    first 15 bytes of it, or none): "MainThread", a long non-ASCII name, and
+    the new name of a thread renamed while it ran, in --threads frames and
+    pprof's thread_name labels.  How the name is read from memory depends on
+    the version and is checked on every interpreter by the dump tests
+    (test_peers); how record finds each thread's state does not: two
+    interpreters."""
+    folded, pprof, truth = tmp_path / "t.folded", tmp_path / "t.pb.gz", tmp_path / "ids.json"
+    r = run_pyperf(["-F", "199", "--threads", "--python-only", "-o", str(folded), "-o", str(pprof),
+                    "--", python[0], os.path.join(WORKLOADS, "thread_names.py"), "3", str(truth)])
+    assert r.returncode == 0, r.stderr
+    want = {int(k): v for k, v in json.loads(truth.read_text()).items()}
+    assert sorted(want.values()) == sorted(["MainThread", "Renamed while running",
+                                            "Ünïcode worker with a name longer than 15 bytes"])
+    got = {}
+    for frames, _ in parse_folded(folded.read_text()):
+        m = THREAD_RE.match(frames[0])
+        assert m, frames[0]
+        got.setdefault(int(m.group(1)), set()).add(m.group(2))
+    assert {tid: {name} for tid, name in want.items()} == got, (want, got)
+    labels = {(int(lb["thread_id"]), lb["thread_name"]) for _, _, _, lb in decode(pprof)[1]}
+    assert set(want.items()) == labels, labels

@@ -249,6 +249,9 @@ static void bad_reads_and_loops_are_flagged(void **state)
 
 	(void)state;
 	ts = chain(o, s, 1, objs);
+	n = walk(o, ts, out, &flags); /* one frame, no caller: whole */
+	assert_int_equal(n, 1);
+	assert_int_equal(flags, 0);
 	put64(objs[2], o->frame_back, 8); /* page 0: unreadable */
 	n = walk(o, ts, out, &flags);
 	assert_int_equal(n, 1);

@@ -1,6 +1,7 @@
 """Three threads: py-spin runs pure Python, c-work compresses with zlib (the
-GIL released inside zlib), sleeper sleeps.  Each names its OS thread and the
-process writes {role: native thread id}.  Usage: threads.py SECONDS RESULT.json"""
+GIL released inside zlib), sleeper sleeps.  Each names its OS thread as its Python thread is named
+(the profile shows the Python name where there is one) and the process
+writes {role: native thread id}.  Usage: threads.py SECONDS RESULT.json"""
 import ctypes
 import json
 import os
@@ -43,7 +44,8 @@ def sleeper():
 
 def main():
     seconds, out = float(sys.argv[1]), sys.argv[2]
-    threads = [threading.Thread(target=f) for f in (py_spin, c_work, sleeper)]
+    threads = [threading.Thread(target=f, name=f.__name__.replace("_", "-"))
+               for f in (py_spin, c_work, sleeper)]
     for t in threads:
         t.start()
     time.sleep(seconds)
