@@ -62,8 +62,11 @@ def test_async_shows_the_burning_coroutine_under_its_awaiting_tasks(python, tmp_
 def test_async_follows_a_taskgroup_to_the_task_that_opened_it(python, tmp_path):
     """async_group.py: "crunch" is a TaskGroup's child; the task awaiting it
     is the one inside `async with` ("outer"): 3.14+ say so in awaited_by,
-    3.12/3.13 through the group's done callback and its _parent_task."""
-    stacks, _, r = record_workload(python[0], tmp_path, "async_group.py", "2", hz=499,
+    3.12/3.13 through the group's done callback and its _parent_task.
+    Samples taken before the loader found the process's asyncio cannot be
+    chained (a fraction of a second on a loaded machine, cold caches): 3 s
+    keep that under the 10 % allowed."""
+    stacks, _, r = record_workload(python[0], tmp_path, "async_group.py", "3", hz=499,
                                    extra=["--async"])
     total = chained = 0
     for frames, count in stacks:

@@ -96,6 +96,43 @@ def test_end_of_duration_ends_the_whole_tree(methods, tmp_path):
     assert r.returncode in (130, 1), err
 
 
+def test_subprocesses_with_pid_takes_the_workers_running_already(tmp_path):
+    """record -p PARENT follows what PARENT starts from then on; with
+    --subprocesses (py-spy's flag) also the workers it started before
+    (multiprocessing's spawn and fork workers, spinning while the parent
+    waits), each under its own process frame; without it, only the parent,
+    which sleeps.  One Python: which processes are targets does not depend
+    on the version."""
+    pids = tmp_path / "pids"
+    tree = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "mp_tree.py"), str(pids),
+                             "spawn,fork"])
+    try:
+        deadline = time.monotonic() + 30
+        while "ready" not in (pids.read_text() if pids.exists() else ""):
+            assert time.monotonic() < deadline and tree.poll() is None, "mp_tree did not start"
+            time.sleep(0.1)
+        workers = {int(x) for x in pids.read_text().split() if x != "ready"} - {tree.pid}
+        assert len(workers) == 4, workers
+        seen = {}
+        for flag in ([], ["--subprocesses"]):
+            out = tmp_path / "sub.folded"
+            r = run_pyperf(["-p", str(tree.pid), "-d", "1.5", "-F", "199", "-o", str(out)] + flag)
+            assert r.returncode == 0, r.stderr
+            stacks = parse_folded(out.read_text())
+            seen[bool(flag)] = {int(f[0].split()[1]) for f, _ in stacks
+                                if f[0].startswith("process ") and "spin" in names(f)}
+        assert seen[False] == set(), seen
+        assert seen[True] == workers, (seen, workers)
+    finally:
+        tree.kill()
+        tree.wait()
+        for w in [int(x) for x in pids.read_text().split() if x != "ready"]:
+            try:
+                os.kill(w, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 @supported_pythons()
 def test_attach_to_running_process(python, tmp_path):
     proc = subprocess.Popen([python[0], os.path.join(WORKLOADS, "split.py"), "20",

@@ -164,8 +164,9 @@ static void usage(FILE *f)
 		"                           else report\n"
 		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
-		"      --subprocesses       accepted for py-spy's flag: processes that a\n"
-		"                           profiled one starts are always followed\n"
+		"      --subprocesses       with -p: the processes under each running\n"
+		"                           already, too (those a profiled process starts\n"
+		"                           are always followed)\n"
 		"      --no-lines, --function  one frame per function instead of per line\n"
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
 		"      --python-only        Python frames only (no native or kernel frames)\n"
@@ -236,7 +237,8 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			o->s.async_stacks = true;
 			break;
 		case OPT_SUBPROCESSES:
-			break; /* children are always followed */
+			o->s.subprocesses = true;
+			break;
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))
 				return 2;

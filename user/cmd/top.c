@@ -284,7 +284,8 @@ int top_main(int argc, char **argv)
 			o.s.async_stacks = true;
 			break;
 		case OPT_SUBPROCESSES:
-			break; /* children are always followed */
+			o.s.subprocesses = true;
+			break;
 		case 'n':
 			o.s.no_native = false;
 			break;
@@ -311,7 +312,8 @@ int top_main(int argc, char **argv)
 			       "                           frames of it and the tasks awaiting it\n"
 			       "  -n, --native             native functions too\n"
 			       "      --rows N             rows at most (default: what fits)\n"
-			       "      --subprocesses       accepted: children are always followed\n");
+			       "      --subprocesses       with -p: the processes under it too (new\n"
+			       "                           children are always followed)\n");
 			return 0;
 		default:
 			return cmdline_fail("top: unknown or incomplete option '%s'", argv[optind - 1]);

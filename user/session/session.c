@@ -646,6 +646,20 @@ static int child_exit_code(const struct session *r)
 
 /* ---- setup and main loop ---- */
 
+/* --subprocesses with -p: pid's descendants that run already are
+ * profiled too, each announced when sampled as any new process is (one
+ * that is not CPython is left alone then) */
+static void add_descendants(struct session *r, int pid)
+{
+	static pid_t tree[PROCTREE_MAX];
+	int n = proctree_members(-1, pid, tree, PROCTREE_MAX);
+
+	for (int i = 0; i < n; i++)
+		if (tree[i] != pid && sampler_add_target(r->s, (uint32_t)tree[i]) && r->o->verbose)
+			fprintf(stderr, "pyperf-bpf: pid %d (under %d): not followed: %s\n", tree[i],
+				pid, strerror(errno));
+}
+
 static int describe_pids(struct session *r, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < r->o->npids; i++) {
@@ -659,6 +673,8 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 				 strerror(errno));
 			return -1;
 		}
+		if (r->o->subprocesses)
+			add_descendants(r, pid);
 	}
 	return 0;
 }

@@ -27,6 +27,9 @@ struct session_opts {
 				      * are the sampled allocations still live */
 	double min_age;              /* leaks: only those at least this old (seconds) */
 	bool async_stacks;           /* --async: stacks of asyncio tasks */
+	bool subprocesses;           /* --subprocesses: -p's processes' descendants
+				      * running at the start too (those they
+				      * start later are always followed) */
 	bool verbose;
 	bool no_kernel;              /* --no-kernel or --python-only */
 	bool no_native;              /* --python-only */

@@ -1,6 +1,8 @@
 """Known time split: leaf_a, leaf_b and leaf_c get about 60, 30 and 10 % of the
 CPU, in jittered slices, and the process measures its own split with
-time.thread_time().  Usage: split.py SECONDS RESULT.json"""
+time.thread_time().  With WORK.json it also writes how much it got done
+({"iterations": N, "seconds": wall time}: a profiler's slowdown of it).
+Usage: split.py SECONDS RESULT.json [WORK.json]"""
 import json
 import random
 import sys
@@ -35,7 +37,7 @@ def calibrate():
     return max(1, int(n / max(time.thread_time() - t0, 1e-6) / 1000))  # iterations per ms
 
 
-def run_schedule(seconds, per_ms):
+def run_schedule(seconds, per_ms, work):
     spent = {"leaf_a": 0.0, "leaf_b": 0.0, "leaf_c": 0.0}
     plan = [(leaf_a, 6.0), (leaf_b, 3.0), (leaf_c, 1.0)]
     rnd = random.Random(7)
@@ -46,6 +48,7 @@ def run_schedule(seconds, per_ms):
             t0 = time.thread_time()
             fn(n)
             spent[fn.__name__] += time.thread_time() - t0
+            work["iterations"] += n
     return spent
 
 
@@ -53,9 +56,15 @@ def main():
     seconds, out = float(sys.argv[1]), sys.argv[2]
     per_ms = calibrate()
     print("ready", flush=True)
-    spent = run_schedule(seconds, per_ms)
+    work = {"iterations": 0}
+    t0 = time.monotonic()
+    spent = run_schedule(seconds, per_ms, work)
+    work["seconds"] = time.monotonic() - t0
     with open(out, "w") as f:
         json.dump(spent, f)
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "w") as f:
+            json.dump(work, f)
 
 
 if __name__ == "__main__":
