@@ -106,6 +106,15 @@ struct {
 	__type(value, struct skip_info);
 } skip SEC(".maps");
 
+/* the code objects of new stacks (struct code_id, pyperf.h), for the
+ * loader to name those freed before it read them */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct code_id_key);
+	__type(value, struct code_id);
+} code_ids SEC(".maps");
+
 /* tid -> its PyThreadState (struct tstate_cache, pyperf.h) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

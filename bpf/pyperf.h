@@ -63,6 +63,10 @@ struct py_offsets {
 	__u16 frame_instr;
 	__u16 frame_owner;           /* char owner (3.12+) */
 	__u16 frame_is_entry;        /* bool is_entry (3.11 only): first frame of an eval call */
+	__u16 frame_globals;         /* f_globals: part of a stack's key, so that two
+				      * code objects run one after the other at one
+				      * address (modules' bodies, freed once run)
+				      * stay apart; PYPERF_NO_OFFSET: not used */
 	__u8 instr_kind;             /* enum py_instr_kind */
 	__u8 owner_shim;             /* frames owned by this value or above are not
 				      * Python code: the C-stack/entry shim below each
@@ -169,6 +173,22 @@ struct tstate_cache {
 				  * 0 after the first walk that found none */
 };
 
+/* A code object as the walk of a new stack saw it (map code_ids): the
+ * loader names from it one that was freed before the stack was named (a
+ * module's body, run once at import, whose memory is soon reused): the
+ * strings its name and file were usually outlive it. */
+struct code_id_key {
+	__u32 tgid;
+	__u32 check;                 /* two code objects made at one address one
+				      * after the other, both kept */
+	__u64 code;
+};
+struct code_id {
+	__u64 filename, name;        /* co_filename, co_name */
+	__u32 firstlineno;
+	__u32 check;                 /* py_code_check() of the three */
+};
+
 /* Per-process configuration, key: tgid. Written by the loader. */
 struct proc_info {
 	__u64 runtime_addr;          /* &_PyRuntime in the target */
@@ -240,6 +260,8 @@ static inline __u32 py_frame_read_len(const struct py_offsets *o)
 	m += 8;
 	if (o->frame_owner != PYPERF_NO_OFFSET && o->frame_owner + 1u > m)
 		m = o->frame_owner + 1u;
+	if (o->frame_globals != PYPERF_NO_OFFSET && o->frame_globals + 8u > m)
+		m = o->frame_globals + 8u;
 	if (o->frame_is_entry != PYPERF_NO_OFFSET && o->frame_is_entry + 1u > m)
 		m = o->frame_is_entry + 1u;
 	return m > PYPERF_FRAME_READ_MAX ? PYPERF_FRAME_READ_MAX : m;

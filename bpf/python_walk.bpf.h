@@ -102,19 +102,22 @@ static __always_inline __u64 buf_u64(const __u8 *buf, __u16 off)
 /* A code object's identity beyond its address, which the allocator reuses:
  * co_firstlineno mixed with the addresses of co_filename and co_name.  The
  * loader computes the same from the object it reads (py_code_check). */
-static __always_inline __u32 code_check(struct frame_walk *w, __u64 code)
+static __always_inline __u32 code_check(struct frame_walk *w, __u64 code, struct code_id *id)
 {
 	const struct py_offsets *o = w->o;
 	__u8 *buf = w->s->code_buf;
-	__u32 len = w->code_len, first;
+	__u32 len = w->code_len;
 
 	if (len > PYPERF_FRAME_READ_MAX)
 		len = PYPERF_FRAME_READ_MAX;
 	if (bpf_probe_read_user(buf, len, (void *)(code + w->code_lo)))
 		return 0;
-	first = *(__u32 *)(buf + ((o->code_firstlineno - w->code_lo) & (PYPERF_FRAME_READ_MAX - 1)));
-	return py_code_check(first, buf_u64(buf, o->code_filename - w->code_lo),
-			     buf_u64(buf, o->code_name - w->code_lo));
+	id->firstlineno =
+		*(__u32 *)(buf + ((o->code_firstlineno - w->code_lo) & (PYPERF_FRAME_READ_MAX - 1)));
+	id->filename = buf_u64(buf, o->code_filename - w->code_lo);
+	id->name = buf_u64(buf, o->code_name - w->code_lo);
+	id->check = py_code_check(id->firstlineno, id->filename, id->name);
+	return id->check;
 }
 
 /* second pass, only for a stack new in this counts map: identify its code objects */
@@ -124,8 +127,16 @@ static long check_step(__u32 i, struct frame_walk *w)
 
 	if (i >= w->s->ev.nframes)
 		return 1;
+	struct code_id id = {};
+	struct code_id_key k = { .tgid = w->s->ev.pid };
+
 	f = &w->s->ev.frames[i & (PYPERF_MAX_FRAMES - 1)];
-	f->check = code_check(w, f->code);
+	f->check = code_check(w, f->code, &id);
+	if (f->check) { /* kept for the loader, should the object be gone by then */
+		k.code = f->code;
+		k.check = f->check;
+		bpf_map_update_elem(&code_ids, &k, &id, BPF_ANY);
+	}
 	return 0;
 }
 
@@ -213,6 +224,8 @@ static long frame_step(__u32 i, struct frame_walk *w)
 	f->code = code;
 	f->instr = instr;
 	w->hash = mix(mix(w->hash, code), instr);
+	if (o->frame_globals != PYPERF_NO_OFFSET)
+		w->hash = mix(w->hash, buf_u64(buf, o->frame_globals));
 	w->s->ev.nframes = n + 1;
 	return 0;
 }

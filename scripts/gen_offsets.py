@@ -101,6 +101,7 @@ def field_sources(minor):
         f["frame_is_entry"] = ("sym", NO)
         f["instr_kind"] = ("sym", "INSTR_LASTI_BYTES" if minor <= 9 else "INSTR_LASTI_UNITS")
         f["owner_shim"] = ("num", 0xFF)
+        off("frame_globals", "PyFrameObject", "f_globals", 8)
     else:
         # _PyInterpreterFrame: the instruction is a _Py_CODEUNIT pointer into
         # co_code_adaptive (_PyInterpreterFrame_LASTI in pycore_frame.h).
@@ -112,6 +113,7 @@ def field_sources(minor):
             off("frame_code", "_PyInterpreterFrame", "f_executable", 8)
             off("frame_instr", "_PyInterpreterFrame", "instr_ptr", 8)
         off("frame_owner", "_PyInterpreterFrame", "owner", 1)  # 3.11 has it too
+        off("frame_globals", "_PyInterpreterFrame", "f_globals", 8)
         if minor == 11:
             # 3.11 marks the first frame of each C call of the eval loop;
             # 3.12+ puts a C-stack shim frame below it instead

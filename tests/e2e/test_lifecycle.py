@@ -134,6 +134,37 @@ def test_subprocesses_with_pid_takes_the_workers_running_already(tmp_path):
 
 
 @supported_pythons()
+def test_module_bodies_run_once_are_each_named(python, tmp_path):
+    """imports.py imports 20 modules whose bodies spin 40 ms each.  A body's
+    code object is freed once it has run, and the next one is often made at
+    the same address: each body still gets its own samples (the stack key
+    holds the frame's globals, not only the code's address) under its own
+    name and file, its line while the loader could still read the code
+    object, else its first line (named from what the walk saw of it).  The
+    interpreter's own start-up imports, which run before the loader knows
+    the process, may leave a frame whose name (<freed code>) or whole
+    identity (<unknown code>) died with it: 2 % of the samples at most."""
+    out = tmp_path / "i.folded"
+    r = run_pyperf(["-F", "499", "--python-only", "-o", str(out), "--", python[0],
+                    os.path.join(WORKLOADS, "imports.py"), str(tmp_path / "mods"), "20", "40"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    total = sum(c for _, c in stacks)
+    lost = sum(c for s, c in stacks if any(f.startswith(("<unknown code", "<freed code>"))
+                                            for f in s))
+    assert lost <= 0.02 * total, [s for s, _ in stacks if "code" in ";".join(s)][:3]
+    per = {}
+    for frames, count in stacks:
+        m = re.match(r"<module> \(.*/body_(\d+)\.py:(\d+)\)$", frames[-1])
+        if m:
+            assert m.group(2) in ("1", "2", "3", "4"), frames[-1]  # the spin loop's, or first
+            per[int(m.group(1))] = per.get(int(m.group(1)), 0) + count
+    assert sorted(per) == list(range(20)), per
+    mean = sum(per.values()) / 20
+    assert mean > 8 and all(v >= mean / 3 and v <= 3 * mean for v in per.values()), per
+
+
+@supported_pythons()
 def test_attach_to_running_process(python, tmp_path):
     proc = subprocess.Popen([python[0], os.path.join(WORKLOADS, "split.py"), "20",
                              str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True)

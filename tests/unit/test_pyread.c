@@ -163,9 +163,14 @@ static void freed_code_objects_are_not_named_from_freed_strings(void **state)
 	check_named(c, o, check, &types, false);
 	c->name[0] = name - 4096;
 	check_named(c, o, check, &types, false);
-	/* glibc: its links over ob_type too */
+	/* glibc: its links over ob_type too (a module's body, larger than
+	 * pymalloc's blocks, freed once run): named while its strings live */
 	make_code(c, o);
 	c->code[1] = 0x5a5a5a5a5a5a5a5aull;
+	check_named(c, o, check, &types, true);
+	check_named(c, o, check ^ 1, &types, false); /* reused: the check fails */
+	c->file[0] = 0;
+	c->file[1] = 0x5a5a5a5a5a5a5a5aull;
 	check_named(c, o, check, &types, false);
 	make_code(c, o);
 	c->file[0] = 0;
@@ -182,12 +187,50 @@ static void freed_code_objects_are_not_named_from_freed_strings(void **state)
 	free(c);
 }
 
+/* A code object freed before its stack was named: named from what the walk
+ * saw of it (struct code_id) while its file's str lives. */
+static void freed_code_objects_are_named_from_what_the_walk_saw(void **state)
+{
+	const struct py_offsets *o = py_offsets_for_version(3, 12);
+	struct fake_code *c = calloc(1, sizeof(*c));
+	struct code_id id;
+	struct func *f;
+
+	(void)state;
+	assert_non_null(c);
+	make_code(c, o);
+	id.filename = (uint64_t)(uintptr_t)c->file;
+	id.name = (uint64_t)(uintptr_t)c->name;
+	id.firstlineno = 7;
+	id.check = py_code_check(7, id.filename, id.name);
+	f = pyread_code_id(getpid(), &id, o, &types);
+	assert_non_null(f);
+	assert_string_equal(f->name, "f");
+	assert_string_equal(f->file, "x.py");
+	assert_int_equal(func_line(f, 10), 7); /* no line table: its first line */
+	func_free(f);
+	id.check ^= 1; /* not what the walk computed */
+	assert_null(pyread_code_id(getpid(), &id, o, &types));
+	id.check ^= 1;
+	assert_null(pyread_code_id(getpid(), &id, o, &unknown)); /* nothing tells a freed str */
+	c->name[1] = 0x5a5a5a5a5a5a5a5aull; /* its name freed */
+	f = pyread_code_id(getpid(), &id, o, &types);
+	assert_non_null(f);
+	assert_string_equal(f->name, PYREAD_FREED_NAME);
+	assert_string_equal(f->file, "x.py");
+	func_free(f);
+	c->file[1] = 0x5a5a5a5a5a5a5a5aull; /* and its file */
+	assert_null(pyread_code_id(getpid(), &id, o, &types));
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decodes_ascii_latin1_ucs2_ucs4),
 		cmocka_unit_test(garbage_is_refused_and_surrogates_replaced),
 		cmocka_unit_test(freed_code_objects_are_not_named_from_freed_strings),
+		cmocka_unit_test(freed_code_objects_are_named_from_what_the_walk_saw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

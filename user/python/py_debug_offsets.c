@@ -574,12 +574,16 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 	 * version table's, where its code object and frame agree with these */
 	o.code_argcount = o.code_kwonlyargcount = o.code_flags = o.code_nlocals = PYPERF_NO_OFFSET;
 	o.code_varnames = o.code_localskinds = o.code_cellvars = o.tuple_items = PYPERF_NO_OFFSET;
+	o.frame_globals = PYPERF_NO_OFFSET;
 	o.type_flags = o.type_dictoffset = o.type_cached_keys = PYPERF_NO_OFFSET;
 	o.obj_layout = PYOBJ_UNKNOWN;
 	if ((t = py_offsets_for_version(3, minor)) && t->code_filename == o.code_filename &&
 	    t->code_name == o.code_name && t->code_adaptive == o.code_adaptive &&
 	    (o.frame_localsplus == PYPERF_NO_OFFSET || t->frame_localsplus == o.frame_localsplus)) {
 		o.frame_localsplus = t->frame_localsplus;
+		if (t->frame_back == o.frame_back && t->frame_code == o.frame_code &&
+		    t->frame_instr == o.frame_instr)
+			o.frame_globals = t->frame_globals;
 		o.code_argcount = t->code_argcount;
 		o.code_kwonlyargcount = t->code_kwonlyargcount;
 		o.code_flags = t->code_flags;

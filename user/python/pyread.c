@@ -18,9 +18,11 @@
  * into the same arena (1 MiB at most); glibc writes its own links over the
  * first two words, ob_type among them.  A live object's count is neither
  * (an immortal one's is a small constant), and its type is the type object
- * the interpreter exports.  So a code object must still have its type, and
- * its name and file must look alive: the name of a code object freed from
- * pymalloc with its strings intact is still shown. */
+ * the interpreter exports.  So a code object's name and file must look
+ * alive, and so must the code object unless glibc had it (its type gone):
+ * a code object freed with its strings intact, from pymalloc or glibc (a
+ * module's body, run once at import), is still shown, its fields matching
+ * the check the sampler took. */
 #include "pyread.h"
 
 #include <errno.h>
@@ -248,8 +250,14 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 	struct func *f;
 	uint16_t name_off = o->code_qualname != PYPERF_NO_OFFSET ? o->code_qualname : o->code_name;
 
+	/* A code object run once (a module's body, exec'd code) is often freed
+	 * before its sample is named; one larger than pymalloc's 512 bytes goes
+	 * back to glibc, whose links overwrite its type.  Its other fields stay
+	 * until the memory is reused: it is still named when they pass the
+	 * check the sampler took and its name and file are live str objects
+	 * (memory reused by another object fails the check, but for 2^-32). */
 	if (hlen > sizeof(hdr) || mem_read(pid, code, hdr, hlen) ||
-	    !of_type(hdr, code, t->code, false))
+	    (!of_type(hdr, code, t->code, false) && !t->str))
 		return NULL;
 	memcpy(&first, hdr + o->code_firstlineno, sizeof(first));
 	if (py_code_check((uint32_t)first, field_ptr(hdr, o->code_filename),
@@ -269,6 +277,38 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 	if (!f->name || !f->file || !f->name[0] || !f->file[0]) {
 		func_free(f);
 		return NULL;
+	}
+	return f;
+}
+
+struct func *pyread_code_id(int pid, const struct code_id *id, const struct py_offsets *o,
+			    const struct py_types *t)
+{
+	struct func *f;
+
+	if (!t->str || py_code_check(id->firstlineno, id->filename, id->name) != id->check)
+		return NULL; /* without str's type nothing tells a freed string */
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->firstlineno = (int32_t)id->firstlineno;
+	f->lt_kind = o->linetable_kind;
+	f->name = read_str(pid, id->name, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
+	f->file = read_str(pid, id->filename, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
+	if (!f->file || !f->file[0]) {
+		func_free(f);
+		return NULL;
+	}
+	if (!f->name || !f->name[0]) {
+		/* its name died with it (a module's "<module>", once no code
+		 * object holds it on 3.11 and before): the file and first line
+		 * still say where it was */
+		free(f->name);
+		f->name = strdup(PYREAD_FREED_NAME);
+		if (!f->name) {
+			func_free(f);
+			return NULL;
+		}
 	}
 	return f;
 }

@@ -40,4 +40,12 @@ struct py_types {
 struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
 			 const struct py_types *t);
 
+/* The function of a code object freed since the sampler saw it, from what
+ * it saw (struct code_id): its name and file if those str objects still
+ * live (the name PYREAD_FREED_NAME if only the file does), its first line
+ * (no line table); NULL if its file is gone too. */
+#define PYREAD_FREED_NAME "<freed code>"
+struct func *pyread_code_id(int pid, const struct code_id *id, const struct py_offsets *o,
+			    const struct py_types *t);
+
 #endif

@@ -192,6 +192,13 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 		return fn;
 	if (im && im->gen == gen)
 		fn = pyread_code(pid, f->code, f->check, &im->off, &im->types);
+	if (!fn && im && im->gen == gen) { /* freed: its strings, as the walk saw them */
+		struct code_id id;
+
+		if (sampler_code_id(n->sampler, (uint32_t)pid, f->code, f->check, &id) == 0 &&
+		    id.check == f->check)
+			fn = pyread_code_id(pid, &id, &im->off, &im->types);
+	}
 	if (fn)
 		return profile_keep_func(p, pid, fn, &c) ? NULL : fn;
 	p->unresolved_frames++;

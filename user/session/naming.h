@@ -40,6 +40,7 @@ struct raw_stack {
 
 struct naming {
 	struct native *nat;          /* names native frames; NULL: none are taken */
+	struct sampler *sampler;     /* what it saw of code objects freed since; NULL: none */
 	struct hmap python;          /* pid -> its current CPython image (offsets, gen) */
 };
 

@@ -687,6 +687,15 @@ int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
 	return bpf_map__update_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), BPF_ANY);
 }
 
+int sampler_code_id(struct sampler *s, uint32_t pid, uint64_t code, uint32_t check,
+		     struct code_id *out)
+{
+	struct code_id_key k = { .tgid = pid, .check = check, .code = code };
+
+	return s ? bpf_map__lookup_elem(s->skel->maps.code_ids, &k, sizeof(k), out, sizeof(*out), 0)
+		 : -1;
+}
+
 uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid)
 {
 	struct tstate_cache c;

@@ -106,6 +106,11 @@ void sampler_exited(struct sampler *s, uint32_t pid);
 int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
+/* What the sampler saw of code object `code` of pid whose check was `check`
+ * when it walked a new stack (struct code_id); 0, or -1: not (any longer)
+ * known. */
+int sampler_code_id(struct sampler *s, uint32_t pid, uint64_t code, uint32_t check,
+		     struct code_id *out);
 /* The PyThreadState the sampler found for thread tid of pid, 0: none. */
 uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid);
 /* Open and attach the perf events: sampling starts. */

@@ -889,6 +889,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	load0 = clock_mono_ns();
 	if (sampler_open(&r.s, &so, &events, err, sizeof(err)))
 		goto fail;
+	r.names.sampler = r.s;
 	r.load_s = (clock_mono_ns() - load0) / 1e9;
 	if (!o->no_native) {
 		const struct native_store *st = sampler_table_store(r.s);
