@@ -158,6 +158,7 @@ void profile_set_thread_name(struct profile *p, int pid, uint32_t tid, const cha
 	if (t->pid != pid) { /* a tid reused by another process */
 		free(t->py);
 		t->py = NULL;
+		t->py_thread = 0;
 		t->py_tried_ns = 0;
 	}
 	t->pid = pid;

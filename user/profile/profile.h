@@ -41,6 +41,7 @@ struct pthread {
 	int pid;
 	char os[PYPERF_COMM_LEN + 1]; /* the kernel's name (comm) */
 	char *py;                    /* its threading.Thread's name, NULL: none known */
+	uint64_t py_thread;          /* that Thread object in the process, 0: not known */
 	uint64_t py_tried_ns;        /* when the Python name was last looked for */
 };
 

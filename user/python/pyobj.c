@@ -499,13 +499,13 @@ int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t c
 
 /* ---- thread names ---- */
 
-char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate)
+uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate)
 {
-	uint64_t frame = rd(pid, tstate + o->tstate_frame), bottom = 0, code = 0, self, name;
+	uint64_t frame = rd(pid, tstate + o->tstate_frame), bottom = 0, code = 0;
 	char *s;
 
 	if (!known(o))
-		return NULL;
+		return 0;
 	if (frame && o->cframe_current_frame != PYPERF_NO_OFFSET)
 		frame = rd(pid, frame + o->cframe_current_frame);
 	/* the outermost frame that runs code (3.12+ shims own none worth having) */
@@ -522,14 +522,24 @@ char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate)
 		frame = rd(pid, frame + o->frame_back);
 	}
 	if (!bottom || !str_is(pid, o, rd(pid, code + o->code_name), "_bootstrap"))
-		return NULL;
+		return 0;
 	s = pyread_str(pid, rd(pid, code + o->code_filename), o);
 	if (!s || strlen(s) < 12 || strcmp(s + strlen(s) - 12, "threading.py")) {
 		free(s);
-		return NULL;
+		return 0;
 	}
 	free(s);
-	self = rd(pid, bottom + o->frame_localsplus) & ~(uint64_t)o->code_tag_bits;
-	name = self ? pyobj_attr(pid, o, self, "_name") : 0;
+	return rd(pid, bottom + o->frame_localsplus) & ~(uint64_t)o->code_tag_bits;
+}
+
+char *pyobj_thread_object_name(int pid, const struct py_offsets *o, uint64_t thread)
+{
+	uint64_t name = thread ? pyobj_attr(pid, o, thread, "_name") : 0;
+
 	return name ? pyread_str(pid, name, o) : NULL;
+}
+
+char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate)
+{
+	return pyobj_thread_object_name(pid, o, pyobj_thread_object(pid, o, tstate));
 }

@@ -49,5 +49,9 @@ int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t c
  * NULL when the thread was not started by threading (the main thread among
  * them) or it cannot be read. */
 char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate);
+/* The two steps of it: the Thread object (0: none), found by walking to the
+ * thread's bottom frame; its name now (a thread renamed since), malloc'd. */
+uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate);
+char *pyobj_thread_object_name(int pid, const struct py_offsets *o, uint64_t thread);
 
 #endif

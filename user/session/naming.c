@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct py_image {
 	struct py_offsets off;
@@ -356,14 +357,25 @@ void naming_python_thread(struct naming *n, struct profile *p, struct sampler *s
 	const struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
 	struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));
 	uint64_t now = clock_mono_ns(), tstate;
-	char *name;
+	char task[64], *name;
 
 	if (!im || !t || t->pid != pid || (t->py && !again) ||
 	    (!again && t->py_tried_ns && now - t->py_tried_ns < PYNAME_RETRY_NS))
 		return;
+	/* a thread that ended keeps its last name: its Thread object may be
+	 * gone, its memory another object's */
+	snprintf(task, sizeof(task), "/proc/%d/task/%u", pid, tid);
+	if (t->py && access(task, F_OK))
+		return;
 	t->py_tried_ns = now;
-	tstate = sampler_thread_state(s, (uint32_t)pid, tid);
-	name = tstate ? pyobj_thread_name(pid, &im->off, tstate) : NULL;
+	/* a rename: the Thread object found before, read again (no walk to
+	 * the thread's bottom frame, which may be thousands of frames down) */
+	name = t->py_thread ? pyobj_thread_object_name(pid, &im->off, t->py_thread) : NULL;
+	if (!name) {
+		tstate = sampler_thread_state(s, (uint32_t)pid, tid);
+		t->py_thread = tstate ? pyobj_thread_object(pid, &im->off, tstate) : 0;
+		name = pyobj_thread_object_name(pid, &im->off, t->py_thread);
+	}
 	/* the main thread has no Thread._bootstrap frame: threading names it so */
 	profile_set_thread_pyname(p, tid, name ? name : (uint32_t)pid == tid ? "MainThread" : NULL);
 	free(name);
