@@ -183,10 +183,17 @@ struct code_id_key {
 				      * after the other, both kept */
 	__u64 code;
 };
+/* A str as the walk saw it: its length and cached hash (-1: not computed
+ * yet), which tell whether the object at its address is still that str */
+struct str_seen {
+	__s64 length;                /* -1: not read */
+	__s64 hash;
+};
 struct code_id {
 	__u64 filename, name;        /* co_filename, co_name */
 	__u32 firstlineno;
 	__u32 check;                 /* py_code_check() of the three */
+	struct str_seen file_seen, name_seen;
 };
 
 /* Per-process configuration, key: tgid. Written by the loader. */

@@ -120,6 +120,15 @@ static __always_inline __u32 code_check(struct frame_walk *w, __u64 code, struct
 	return id->check;
 }
 
+/* a str's length and hash: what the loader checks the str at that address
+ * against when it names a code object freed since (str_seen, pyperf.h) */
+static __always_inline void str_seen(const struct py_offsets *o, __u64 str, struct str_seen *out)
+{
+	/* PyASCIIObject: the length, then the hash, in every version */
+	if (bpf_probe_read_user(out, sizeof(*out), (void *)(str + o->unicode_length)))
+		out->length = -1;
+}
+
 /* second pass, only for a stack new in this counts map: identify its code objects */
 static long check_step(__u32 i, struct frame_walk *w)
 {
@@ -135,6 +144,8 @@ static long check_step(__u32 i, struct frame_walk *w)
 	if (f->check) { /* kept for the loader, should the object be gone by then */
 		k.code = f->code;
 		k.check = f->check;
+		str_seen(w->o, id.filename, &id.file_seen);
+		str_seen(w->o, id.name, &id.name_seen);
 		bpf_map_update_elem(&code_ids, &k, &id, BPF_ANY);
 	}
 	return 0;

@@ -46,8 +46,12 @@ def test_pprof_holds_the_same_stacks_as_folded(python, tmp_path):
     folded, prof = record(python[0], tmp_path)
     head, samples, locs, maps = decode(prof)
     got = stacks_from_pprof(samples, locs)
-    assert sum(got.values()) == sum(folded.values()) > 500
-    assert got == folded
+    # 2 s at 499 Hz: about 1000 samples on an idle CPU, half or less on a CI
+    # machine whose two cores run other tests beside it
+    assert sum(got.values()) == sum(folded.values()) > 200
+    differ = {k: (got.get(k), folded.get(k)) for k in set(got) | set(folded)
+              if got.get(k) != folded.get(k)}
+    assert not differ, differ
     # Python frames carry their current line, native ones a mapping
     leaf = [locs[s[2][0]] for s in samples]
     assert any(n == "leaf_a" and ln > 0 for n, _, ln, _, _ in leaf)

@@ -119,7 +119,7 @@ static uint32_t make_code(struct fake_code *c, const struct py_offsets *o)
 static void check_named(struct fake_code *c, const struct py_offsets *o, uint32_t check,
 			const struct py_types *t, bool named)
 {
-	struct func *f = pyread_code(getpid(), (uint64_t)(uintptr_t)c->code, check, o, t);
+	struct func *f = pyread_code(getpid(), (uint64_t)(uintptr_t)c->code, check, o, t, NULL);
 
 	if (!named) {
 		assert_null(f);
@@ -187,6 +187,83 @@ static void freed_code_objects_are_not_named_from_freed_strings(void **state)
 	free(c);
 }
 
+/* what the walk keeps of c's code object (check_step, python_walk.bpf.h) */
+static void walk_saw(struct code_id *id, struct fake_code *c, const struct py_offsets *o)
+{
+	memset(id, 0, sizeof(*id));
+	id->filename = (uint64_t)(uintptr_t)c->file;
+	id->name = (uint64_t)(uintptr_t)c->name;
+	id->firstlineno = 7;
+	id->check = py_code_check(7, id->filename, id->name);
+	memcpy(&id->file_seen, (uint8_t *)c->file + o->unicode_length, sizeof(id->file_seen));
+	memcpy(&id->name_seen, (uint8_t *)c->name + o->unicode_length, sizeof(id->name_seen));
+}
+
+static void named_as(struct func *f, const char *name, const char *file)
+{
+	assert_non_null(f);
+	assert_string_equal(f->name, name);
+	assert_string_equal(f->file, file);
+	func_free(f);
+}
+
+/* A code object freed with its strings, whose memory other strings took
+ * (a module's body named "c_work", the name of a function compiled after
+ * it): the length and hash the walk saw of each str refuse them. */
+static void strings_reused_since_the_walk_are_refused(void **state)
+{
+	const struct py_offsets *o = py_offsets_for_version(3, 12);
+	struct fake_code *c = calloc(1, sizeof(*c));
+	uint64_t code, hash = 0x1234, file;
+	struct code_id id;
+
+	(void)state;
+	assert_non_null(c);
+	code = (uint64_t)(uintptr_t)c->code;
+	file = (uint64_t)(uintptr_t)c->file;
+	make_code(c, o);
+	memcpy((uint8_t *)c->name + o->unicode_length + 8, &hash, 8);
+	walk_saw(&id, c, o);
+	named_as(pyread_code(getpid(), code, id.check, o, &types, &id), "f", "x.py");
+	/* a live code object is named by its qualified name; a freed one by
+	 * the name the walk saw */
+	memcpy((uint8_t *)c->code + o->code_qualname, &file, 8);
+	named_as(pyread_code(getpid(), code, id.check, o, &types, &id), "x.py", "x.py");
+	c->code[0] = 0;
+	named_as(pyread_code(getpid(), code, id.check, o, &types, &id), "f", "x.py");
+	/* the name's memory another str of another length */
+	make_str((uint8_t *)c->name, o, STATE(1, 1), 6, "c_work", 6);
+	c->name[0] = 1;
+	c->name[1] = types.str;
+	assert_null(pyread_code(getpid(), code, id.check, o, &types, &id));
+	named_as(pyread_code(getpid(), code, id.check, o, &types, NULL), "c_work", "x.py");
+	named_as(pyread_code_id(getpid(), &id, o, &types), PYREAD_FREED_NAME, "x.py");
+	/* of the same length, another hash */
+	make_str((uint8_t *)c->name, o, STATE(1, 1), 1, "g", 1);
+	c->name[0] = 1;
+	c->name[1] = types.str;
+	hash = 0x4321;
+	memcpy((uint8_t *)c->name + o->unicode_length + 8, &hash, 8);
+	assert_null(pyread_code(getpid(), code, id.check, o, &types, &id));
+	named_as(pyread_code_id(getpid(), &id, o, &types), PYREAD_FREED_NAME, "x.py");
+	/* a hash not computed when the walk saw it proves nothing */
+	id.name_seen.hash = -1;
+	named_as(pyread_code_id(getpid(), &id, o, &types), "g", "x.py");
+	/* nor does a str the walk could not read */
+	walk_saw(&id, c, o);
+	id.name_seen.length = -1;
+	id.name_seen.hash = 77;
+	named_as(pyread_code_id(getpid(), &id, o, &types), "g", "x.py");
+	/* the file's memory another str: nothing to name it by */
+	walk_saw(&id, c, o);
+	make_str((uint8_t *)c->file, o, STATE(1, 1), 5, "y.pyc", 5);
+	c->file[0] = 1;
+	c->file[1] = types.str;
+	assert_null(pyread_code(getpid(), code, id.check, o, &types, &id));
+	assert_null(pyread_code_id(getpid(), &id, o, &types));
+	free(c);
+}
+
 /* A code object freed before its stack was named: named from what the walk
  * saw of it (struct code_id) while its file's str lives. */
 static void freed_code_objects_are_named_from_what_the_walk_saw(void **state)
@@ -199,10 +276,7 @@ static void freed_code_objects_are_named_from_what_the_walk_saw(void **state)
 	(void)state;
 	assert_non_null(c);
 	make_code(c, o);
-	id.filename = (uint64_t)(uintptr_t)c->file;
-	id.name = (uint64_t)(uintptr_t)c->name;
-	id.firstlineno = 7;
-	id.check = py_code_check(7, id.filename, id.name);
+	walk_saw(&id, c, o);
 	f = pyread_code_id(getpid(), &id, o, &types);
 	assert_non_null(f);
 	assert_string_equal(f->name, "f");
@@ -231,6 +305,7 @@ int main(void)
 		cmocka_unit_test(garbage_is_refused_and_surrogates_replaced),
 		cmocka_unit_test(freed_code_objects_are_not_named_from_freed_strings),
 		cmocka_unit_test(freed_code_objects_are_named_from_what_the_walk_saw),
+		cmocka_unit_test(strings_reused_since_the_walk_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -331,7 +331,7 @@ static void code_where(const struct dumper *d, uint64_t code, uint32_t instr, ch
 {
 	const struct py_offsets *o = &d->py.off;
 	struct func *fn = code ? pyread_code(d->o->pid, code, pywalk_code_check(&d->py, code), o,
-					    &d->py.types)
+					    &d->py.types, NULL)
 			       : NULL;
 
 	out[0] = 0;

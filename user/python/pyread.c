@@ -241,13 +241,29 @@ static size_t code_header_len(const struct py_offsets *o)
 	return m;
 }
 
+/* Is the str at obj still the one the walk saw (its length and hash then)?
+ * Memory of a freed str reused by another str fails this but for a clash of
+ * length and hash (or of length, where the hash was not computed then). */
+static bool str_as_seen(int pid, uint64_t obj, const struct py_offsets *o,
+			const struct str_seen *seen)
+{
+	struct str_seen now;
+
+	if (seen->length < 0)
+		return true; /* the walk could not read it: nothing to compare */
+	if (mem_read(pid, obj + o->unicode_length, &now, sizeof(now)))
+		return false;
+	return now.length == seen->length && (seen->hash == -1 || now.hash == seen->hash);
+}
+
 struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
-			 const struct py_types *t)
+			 const struct py_types *t, const struct code_id *seen)
 {
 	uint8_t hdr[512];
 	size_t hlen = code_header_len(o);
 	int32_t first;
 	struct func *f;
+	uint64_t file, name;
 	uint16_t name_off = o->code_qualname != PYPERF_NO_OFFSET ? o->code_qualname : o->code_name;
 
 	/* A code object run once (a module's body, exec'd code) is often freed
@@ -260,17 +276,27 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 	    (!of_type(hdr, code, t->code, false) && !t->str))
 		return NULL;
 	memcpy(&first, hdr + o->code_firstlineno, sizeof(first));
-	if (py_code_check((uint32_t)first, field_ptr(hdr, o->code_filename),
-			  field_ptr(hdr, o->code_name)) != check)
+	file = field_ptr(hdr, o->code_filename);
+	name = field_ptr(hdr, o->code_name);
+	if (py_code_check((uint32_t)first, file, name) != check)
 		return NULL; /* freed, and the address now holds another code object */
+	/* its strings may have been freed with it and their memory reused by
+	 * other strings: they must be the ones the walk saw */
+	if (seen && seen->check == check && seen->filename == file && seen->name == name &&
+	    (!str_as_seen(pid, file, o, &seen->file_seen) ||
+	     !str_as_seen(pid, name, o, &seen->name_seen)))
+		return NULL;
+	/* a freed code object is named by co_name, whose str the walk saw, not
+	 * by a qualified name nothing vouches for */
+	if (t->code && !of_type(hdr, code, t->code, true))
+		name_off = o->code_name;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->firstlineno = first;
 	f->lt_kind = o->linetable_kind;
 	f->name = read_str(pid, field_ptr(hdr, name_off), o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
-	f->file = read_str(pid, field_ptr(hdr, o->code_filename), o, t->str, PYREAD_MAX_CHARS, false,
-			   NULL, NULL);
+	f->file = read_str(pid, file, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
 	f->lt = read_bytes(pid, field_ptr(hdr, o->code_linetable), o, t->bytes, &f->lt_len);
 	/* with no types to check, an empty name or file is the sign of a
 	 * freed code object's strings */
@@ -293,16 +319,18 @@ struct func *pyread_code_id(int pid, const struct code_id *id, const struct py_o
 		return NULL;
 	f->firstlineno = (int32_t)id->firstlineno;
 	f->lt_kind = o->linetable_kind;
-	f->name = read_str(pid, id->name, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
-	f->file = read_str(pid, id->filename, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
+	if (str_as_seen(pid, id->name, o, &id->name_seen))
+		f->name = read_str(pid, id->name, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
+	if (str_as_seen(pid, id->filename, o, &id->file_seen))
+		f->file = read_str(pid, id->filename, o, t->str, PYREAD_MAX_CHARS, false, NULL, NULL);
 	if (!f->file || !f->file[0]) {
 		func_free(f);
 		return NULL;
 	}
 	if (!f->name || !f->name[0]) {
 		/* its name died with it (a module's "<module>", once no code
-		 * object holds it on 3.11 and before): the file and first line
-		 * still say where it was */
+		 * object holds it on 3.11 and before), or its memory is another
+		 * str's now: the file and first line still say where it was */
 		free(f->name);
 		f->name = strdup(PYREAD_FREED_NAME);
 		if (!f->name) {

@@ -36,13 +36,15 @@ struct py_types {
 
 /* The code object at `code` whose py_code_check() is `check`, or NULL when it
  * cannot be read or is no longer that code object (nor its name, file or line
- * table objects of their types, when t says which those are). */
+ * table objects of their types, when t says which those are; nor its name
+ * and file the str objects the sampler saw, when `seen`, what it saw of
+ * this code object, is given). */
 struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
-			 const struct py_types *t);
+			 const struct py_types *t, const struct code_id *seen);
 
 /* The function of a code object freed since the sampler saw it, from what
  * it saw (struct code_id): its name and file if those str objects still
- * live (the name PYREAD_FREED_NAME if only the file does), its first line
+ * live, as it saw them (the name PYREAD_FREED_NAME if only the file does), its first line
  * (no line table); NULL if its file is gone too. */
 #define PYREAD_FREED_NAME "<freed code>"
 struct func *pyread_code_id(int pid, const struct code_id *id, const struct py_offsets *o,

@@ -188,16 +188,18 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 	struct code_ref c = { .addr = f->code, .check = f->check, .gen = gen };
 	const struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
 	struct func *fn = profile_code(p, pid, &c);
+	struct code_id id;
+	bool seen;
 
 	if (fn)
 		return fn;
-	if (im && im->gen == gen)
-		fn = pyread_code(pid, f->code, f->check, &im->off, &im->types);
-	if (!fn && im && im->gen == gen) { /* freed: its strings, as the walk saw them */
-		struct code_id id;
-
-		if (sampler_code_id(n->sampler, (uint32_t)pid, f->code, f->check, &id) == 0 &&
-		    id.check == f->check)
+	if (im && im->gen == gen) {
+		/* what the walk saw of it: the strings it had then, should it
+		 * be freed by now */
+		seen = sampler_code_id(n->sampler, (uint32_t)pid, f->code, f->check, &id) == 0 &&
+		       id.check == f->check;
+		fn = pyread_code(pid, f->code, f->check, &im->off, &im->types, seen ? &id : NULL);
+		if (!fn && seen) /* gone: named from what the walk saw */
 			fn = pyread_code_id(pid, &id, &im->off, &im->types);
 	}
 	if (fn)
