@@ -1,16 +1,18 @@
 """Finding Python processes: whole-host mode picks up processes started during
 the run; 3.13+ processes are read through their own _Py_DebugOffsets; code
 objects freed soon after their samples are named right or marked, never
-named from what their memory holds next."""
+named from what their memory holds next; a Python in a chroot, or whose
+files were deleted since it started, is read through the files it maps."""
 import os
 import re
+import shutil
 import subprocess
 import time
 
 import pytest
 
 from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, FRAME_RE, names,
-                      parse_folded, record_workload, supported_pythons, py_leaf)
+                      parse_folded, python_id, record_workload, supported_pythons, py_leaf)
 
 
 @supported_pythons()
@@ -101,3 +103,119 @@ def test_short_lived_code_is_named_right_or_marked(python, tmp_path):
                     print("wrong:", f)
     assert wrong == 0, (wrong, right, marked)
     assert right > 2 * marked and right > 200, (right, marked)
+
+
+def _shared_and_static():
+    """A pyenv build (its libpython a shared library) and a sid one (one
+    static binary): where _PyRuntime lives is what differs here, not the
+    version."""
+    shared = [p for p in SUPPORTED if "/.pyenv/" in p[0]]
+    static = [p for p in SUPPORTED if p[0].startswith("/opt/pyperf-sid/")]
+    return shared[-1:] + static[-1:]
+
+
+FOREIGN = _shared_and_static()
+
+
+def _prefix_and_libs(python):
+    """The interpreter's prefix and the shared libraries it loads (ldd)."""
+    prefix = subprocess.run([python, "-c", "import sys; print(sys.base_prefix)"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    ldd = subprocess.run(["ldd", python], capture_output=True, text=True, check=True).stdout
+    libs = set(re.findall(r"(/\S+) \(0x", ldd))
+    return prefix, libs
+
+
+def _link_tree(src, dst):
+    """dst holds src's files: hard links where one file system holds both."""
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if subprocess.run(["cp", "-al", src, dst], capture_output=True).returncode:
+        subprocess.run(["cp", "-a", src, dst], check=True)
+
+
+def _wait_ready(proc):
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", (line, proc.poll())
+
+
+def _profiles_and_dumps(pid, tmp_path, where):
+    """record -p and dump -p of a split.py process: its leaves named, with
+    their file as the process sees it, and the interpreter's native frames."""
+    out = tmp_path / "p.folded"
+    r = subprocess.run([PYPERF, "-p", str(pid), "-d", "1.5", "-F", "199", "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    leaves = {py_leaf(f) for f, _ in stacks}
+    assert {"leaf_a", "leaf_b", "leaf_c"} <= leaves, (leaves, r.stderr)
+    assert any(fr.startswith("leaf_a (" + where) for f, _ in stacks for fr in f), stacks[:3]
+    assert any(fr.startswith("Py_BytesMain (") for f, _ in stacks for fr in f), stacks[:1]
+    d = subprocess.run([PYPERF, "dump", "-p", str(pid)], capture_output=True, text=True,
+                       timeout=60)
+    assert d.returncode == 0 and "run_schedule (" + where in d.stdout, d.stdout + d.stderr
+
+
+@pytest.mark.parametrize("python", FOREIGN, ids=[python_id(p) for p in FOREIGN])
+def test_a_chroot_python_is_profiled(python, tmp_path):
+    """A CPython in a chroot of its own mount and pid namespaces (unshare
+    --mount --pid --fork chroot, as chroot-style containers run): the paths
+    in its /proc/PID/maps are the host's (ROOT/...), which /proc/PID/root
+    does not resolve; the files are read through /proc/PID/map_files.  As a
+    command (its samples found as it is exec'd under unshare) and by -p."""
+    root = tmp_path / "root"
+    prefix, libs = _prefix_and_libs(python[0])
+    _link_tree(prefix, str(root) + prefix)
+    for lib in libs | {os.path.realpath(x) for x in libs}:
+        if not os.path.exists(str(root) + lib):
+            os.makedirs(os.path.dirname(str(root) + lib), exist_ok=True)
+            shutil.copy2(lib, str(root) + lib)
+    (root / "w").mkdir()
+    shutil.copy(os.path.join(WORKLOADS, "split.py"), root / "w" / "split.py")
+    cmd = ["unshare", "--mount", "--pid", "--fork", "chroot", str(root), python[0],
+           "/w/split.py"]
+    # as the profiled command
+    out = tmp_path / "c.folded"
+    r = subprocess.run([PYPERF, "-F", "199", "-o", str(out), "--"] + cmd + ["1.5", "/w/t.json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "not a CPython" not in r.stderr and "cannot open" not in r.stderr, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert {"leaf_a", "leaf_b", "leaf_c"} <= {py_leaf(f) for f, _ in stacks}, r.stderr
+    # attached to
+    proc = subprocess.Popen(cmd + ["20", "/w/t.json"], stdout=subprocess.PIPE, text=True)
+    try:
+        _wait_ready(proc)
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+        assert len(kids) == 1, kids
+        _profiles_and_dumps(int(kids[0]), tmp_path, "/w/split.py:")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("python", FOREIGN, ids=[python_id(p) for p in FOREIGN])
+def test_a_python_whose_files_were_deleted_is_profiled(python, tmp_path):
+    """A service's interpreter and libpython deleted or replaced on disk
+    after it started (a package upgrade): the files it maps are read through
+    /proc/PID/map_files, not by their names."""
+    prefix, libs = _prefix_and_libs(python[0])
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / os.path.basename(python[0])
+    shutil.copy2(python[0], exe)
+    for lib in libs:
+        if "libpython" in lib:
+            shutil.copy2(lib, bindir / os.path.basename(lib))
+    env = dict(os.environ, PYTHONHOME=prefix, LD_LIBRARY_PATH=str(bindir))
+    proc = subprocess.Popen([str(exe), os.path.join(WORKLOADS, "split.py"), "20",
+                             str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        _wait_ready(proc)
+        shutil.rmtree(bindir)
+        maps = open(f"/proc/{proc.pid}/maps").read()
+        assert "(deleted)" in maps
+        _profiles_and_dumps(proc.pid, tmp_path, os.path.join(WORKLOADS, "split.py") + ":")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -471,6 +472,34 @@ static void test_host_path(void **state)
 	assert_null(procmaps_host_path(42, "[heap]", buf, sizeof(buf)));
 }
 
+/* the very file mapped: its map_files entry while mapped, whatever its name
+ * says; nothing when neither that nor the name opens */
+static void test_file_path(void **state)
+{
+	struct proc_maps m = { 0 };
+	struct proc_map fake = { .start = 0x1000, .end = 0x2000, .path = "/no/such/file-pyperf" };
+	const struct proc_map *self;
+	char exe[PATH_MAX], buf[PATH_MAX + 32], want[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	(void)state;
+	assert_true(n > 0);
+	exe[n] = 0;
+	assert_int_equal(procmaps_read(getpid(), &m, buf, sizeof(buf)), 0);
+	self = procmaps_first_basename_prefix(&m, strrchr(exe, '/') + 1);
+	assert_non_null(self);
+	snprintf(want, sizeof(want), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, getpid(),
+		 self->start, self->end);
+	assert_non_null(procmaps_file_path(getpid(), self, buf, sizeof(buf)));
+	assert_string_equal(buf, want);
+	assert_null(procmaps_file_path(getpid(), &fake, buf, sizeof(buf)));
+	fake.path = exe; /* not mapped there: the name, under the process's root */
+	assert_non_null(procmaps_file_path(getpid(), &fake, buf, sizeof(buf)));
+	snprintf(want, sizeof(want), "/proc/%d/root%s", getpid(), exe);
+	assert_string_equal(buf, want);
+	procmaps_free(&m);
+}
+
 /* ---- load bias against live interpreters ------------------------------- */
 
 static void test_load_bias_libpython312(void **state)
@@ -563,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_procmaps_self_spaces_deleted),
 		cmocka_unit_test(test_procmaps_finds_own_executable),
 		cmocka_unit_test(test_host_path),
+		cmocka_unit_test(test_file_path),
 		cmocka_unit_test_setup_teardown(test_load_bias_libpython312, child_setup,
 						child_teardown),
 		cmocka_unit_test_setup_teardown(test_load_bias_pie_executable, child_setup,

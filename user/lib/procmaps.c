@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -227,6 +228,22 @@ char *procmaps_host_path(int pid, const char *path, char *buf, size_t len)
 		return NULL;
 	}
 	return buf;
+}
+
+char *procmaps_file_path(int pid, const struct proc_map *m, char *buf, size_t len)
+{
+	int n;
+
+	if (!m || !buf) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	if (n > 0 && (size_t)n < len && access(buf, F_OK) == 0)
+		return buf;
+	if (!procmaps_host_path(pid, m->path, buf, len))
+		return NULL;
+	return access(buf, F_OK) == 0 ? buf : NULL;
 }
 
 const char *procmaps_basename(const struct proc_map *map)

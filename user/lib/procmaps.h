@@ -48,6 +48,13 @@ void procmaps_free(struct proc_maps *m);
  * fit in `len` bytes. */
 char *procmaps_host_path(int pid, const char *path, char *buf, size_t len);
 
+/* Path under which the very file mapped at `m` opens: its
+ * /proc/PID/map_files entry (a file deleted or replaced since, a chroot whose
+ * maps paths are the host's, another mount namespace), else
+ * procmaps_host_path() of its path.  Returns `buf`, or NULL (errno set) if
+ * neither exists. */
+char *procmaps_file_path(int pid, const struct proc_map *m, char *buf, size_t len);
+
 /* Final component of a mapping's path ("" for anonymous mappings). */
 const char *procmaps_basename(const struct proc_map *map);
 

@@ -144,7 +144,7 @@ static bool mapped_file(int pid, const char *prefix, char *host, size_t len, cha
 	if (procmaps_read(pid, &maps, err, sizeof(err)))
 		return false;
 	m = procmaps_first_basename_prefix(&maps, prefix);
-	if (m && m->path && procmaps_host_path(pid, m->path, host, len)) {
+	if (m && m->path && procmaps_file_path(pid, m, host, len)) {
 		snprintf(mapped, mlen, "%s", m->path);
 		ok = !bias || elf_load_bias(host, &maps, m->path, bias, err, sizeof(err)) == 0;
 	}
@@ -159,10 +159,9 @@ static int setup_published(const struct pyproc *py, struct pyasync *a, char *err
 	uint64_t w[13];
 	char host[PATH_MAX + 32], mapped[PATH_MAX];
 	size_t got = 0;
-	int rc = -1;
+	int rc;
 
-	if (procmaps_host_path(py->pid, py->binary, host, sizeof(host)))
-		rc = elf_read_section(host, ".AsyncioDebug", w, sizeof(w), &got, err, errlen);
+	rc = elf_read_section(py->binary_file, ".AsyncioDebug", w, sizeof(w), &got, err, errlen);
 	if (rc != 0 || got == 0) {
 		if (!mapped_file(py->pid, "_asyncio", host, sizeof(host), mapped, sizeof(mapped),
 				 NULL))

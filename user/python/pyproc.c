@@ -49,14 +49,15 @@ static const struct elf_facts *elf_facts_for(int pid, const struct proc_map *m)
 	for (f = facts_cache; f; f = f->next)
 		if (f->inode == m->inode && f->dev_major == m->dev_major && f->dev_minor == m->dev_minor)
 			return f;
+	if (!procmaps_file_path(pid, m, host, sizeof(host)))
+		return NULL; /* errno says why; not remembered: another process may map it readably */
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->dev_major = m->dev_major;
 	f->dev_minor = m->dev_minor;
 	f->inode = m->inode;
-	if (procmaps_host_path(pid, m->path, host, sizeof(host)))
-		f->ok = elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err)) == 0;
+	f->ok = elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err)) == 0;
 	f->next = facts_cache;
 	facts_cache = f;
 	return f;
@@ -83,19 +84,6 @@ static bool interesting(const struct proc_map *m, const char *exe)
 
 	return m->path && m->path[0] == '/' &&
 	       (!strncmp(base, "libpython", 9) || (exe && !strcmp(m->path, exe)));
-}
-
-/* bias of the file mapped as `m` in pid */
-static int load_bias(int pid, const struct proc_maps *maps, const struct proc_map *m,
-		     uint64_t *bias, char *err, size_t errlen)
-{
-	char host[PATH_MAX + 32];
-
-	if (!procmaps_host_path(pid, m->path, host, sizeof(host))) {
-		set_err(err, errlen, "pid %d: path too long: %s", pid, m->path);
-		return -1;
-	}
-	return elf_load_bias(host, maps, m->path, bias, err, errlen);
 }
 
 static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t errlen)
@@ -129,7 +117,8 @@ static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t err
 static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, const char *exe,
 				       struct pyproc *out, char *err, size_t errlen)
 {
-	const struct proc_map *old_python = NULL;
+	const struct proc_map *old_python = NULL, *unopened = NULL;
+	int unopened_errno = 0;
 
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
@@ -139,7 +128,12 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 		if (!interesting(m, exe) || (i > 0 && maps->v[i - 1].inode == m->inode &&
 					     maps->v[i - 1].path && !strcmp(maps->v[i - 1].path, m->path)))
 			continue;
+		errno = 0;
 		f = elf_facts_for(pid, m);
+		if (!f && errno != ENOMEM && strstr(procmaps_basename(m), "python") && !unopened) {
+			unopened = m;
+			unopened_errno = errno;
+		}
 		if (!f || !f->ok)
 			continue;
 		if (!f->sym[SYM_RUNTIME]) {
@@ -147,7 +141,12 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 				old_python = m;
 			continue;
 		}
-		if (load_bias(pid, maps, m, &bias, err, errlen))
+		if (!procmaps_file_path(pid, m, out->binary_file, sizeof(out->binary_file))) {
+			set_err(err, errlen, "pid %d: cannot open %s: %s", pid, m->path,
+				strerror(errno));
+			return PYPROC_NOT_PYTHON;
+		}
+		if (elf_load_bias(out->binary_file, maps, m->path, &bias, err, errlen))
 			return PYPROC_NOT_PYTHON;
 		out->pid = pid;
 		out->runtime_addr = f->sym[SYM_RUNTIME] + bias;
@@ -174,6 +173,11 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 		version_from_name(procmaps_basename(old_python), &major, &minor);
 		set_err(err, errlen, "pid %d: unsupported Python %d.%d (%s): supported are 3.8 to 3.15",
 			 pid, major, minor, old_python->path);
+		return PYPROC_UNSUPPORTED;
+	}
+	if (unopened) { /* said, not passed over: it may well be a Python */
+		set_err(err, errlen, "pid %d: cannot open the file it maps as %s: %s", pid,
+			unopened->path, strerror(unopened_errno ? unopened_errno : ENOENT));
 		return PYPROC_UNSUPPORTED;
 	}
 	set_err(err, errlen, "pid %d is not a CPython process", pid);

@@ -24,7 +24,9 @@ struct pyproc {
 	struct py_offsets off;
 	struct py_types types;       /* its code, str and bytes types (0: unknown) */
 	bool debug_offsets;          /* offsets came from the target's _Py_DebugOffsets */
-	char binary[PATH_MAX];       /* file that holds _PyRuntime */
+	char binary[PATH_MAX];       /* file that holds _PyRuntime, as the process maps it */
+	char binary_file[PATH_MAX + 32]; /* where the profiler opens that very file
+				      * (procmaps_file_path) */
 };
 
 /* Classify pid.  On PYPROC_OK *out is filled; otherwise err says why, in one
