@@ -9,6 +9,7 @@ import http.server
 import os
 import re
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -114,6 +115,10 @@ def test_dir_sink_sigterm_flush_and_totals(tmp_path):
     files = sorted(os.listdir(out))
     mine = [f for f in files if f.startswith(f"billing-api-{w.pid}-") and f.endswith(".pb.gz")]
     assert len(mine) >= 3, files
+    # every process's stacks, paths and command lines: root's only, as the
+    # spool (a made directory 0700, profiles 0600)
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
+    assert {stat.S_IMODE(os.stat(out / f).st_mode) for f in files} == {0o600}
     total = sum(pprof_total(str(out / f)) for f in files)
     stats = d.stats()
     assert total == sum(s[0] for s in stats) > 0, (total, stats)

@@ -418,7 +418,7 @@ int daemon_main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	if (d.cfg.dir[0] && mkdir(d.cfg.dir, 0755) && errno != EEXIST) {
+	if (d.cfg.dir[0] && mkdir(d.cfg.dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "pyperf-bpf: daemon: --dir %s: %s\n", d.cfg.dir, strerror(errno));
 		return 1;
 	}

@@ -30,7 +30,9 @@ void sink_dir_write(const char *dirpath, const char *app, int pid, uint64_t end_
 	for (int i = 2; access(path, F_OK) == 0 && i < 100; i++) /* two images of one pid */
 		snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ-%d.pb.gz", dirpath, app, pid,
 			 stamp, (unsigned long long)(end_ns / 1000000 % 1000), i);
-	if (outfile_open(&o, path, err, sizeof(err)) == 0) {
+	/* stacks, file paths and command lines of every process: root's only,
+	 * as /proc keeps them (the spool is 0600 too) */
+	if (outfile_open_mode(&o, path, 0600, err, sizeof(err)) == 0) {
 		if (fwrite(data, 1, len, o.f) == len && outfile_commit(&o, err, sizeof(err)) == 0)
 			return;
 		if (o.f)

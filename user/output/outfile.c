@@ -36,6 +36,12 @@ static void dangling_target(const char *path, char *out, size_t len)
 
 int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen)
 {
+	return outfile_open_mode(o, path, 0644, err, errlen);
+}
+
+int outfile_open_mode(struct outfile *o, const char *path, mode_t mode, char *err,
+		      size_t errlen)
+{
 	char dir[PATH_MAX];
 	struct stat st;
 	int fd;
@@ -70,7 +76,7 @@ int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen)
 		o->tmp[0] = 0;
 		return -1;
 	}
-	fchmod(fd, 0644);
+	fchmod(fd, mode);
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
 		set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));

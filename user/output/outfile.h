@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct outfile {
 	const char *path;            /* destination, NULL: stdout */
@@ -22,8 +23,12 @@ struct outfile {
 	FILE *f;
 };
 
-/* Open for path (NULL: stdout); 0, or -1 with "cannot write PATH: why". */
+/* Open for path (NULL: stdout); 0, or -1 with "cannot write PATH: why".
+ * A new file gets mode 0644, as a shell's redirection would make it. */
 int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen);
+/* The same with the new file's mode: 0600 for what only root should read */
+int outfile_open_mode(struct outfile *o, const char *path, mode_t mode, char *err,
+		      size_t errlen);
 /* Close and rename into place; 0, or -1 with a message (the temporary file
  * is then removed). */
 int outfile_commit(struct outfile *o, char *err, size_t errlen);
