@@ -498,6 +498,9 @@ static void test_file_path(void **state)
 	snprintf(want, sizeof(want), "/proc/%d/root%s", getpid(), exe);
 	assert_string_equal(buf, want);
 	procmaps_free(&m);
+	/* not in a pid namespace of its own: its pid; unreadable: the pid given */
+	assert_int_equal(procmaps_ns_pid(getpid()), getpid());
+	assert_int_equal(procmaps_ns_pid(-5), -5);
 }
 
 /* ---- load bias against live interpreters ------------------------------- */

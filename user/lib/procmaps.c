@@ -246,6 +246,31 @@ char *procmaps_file_path(int pid, const struct proc_map *m, char *buf, size_t le
 	return access(buf, F_OK) == 0 ? buf : NULL;
 }
 
+int procmaps_ns_pid(int pid)
+{
+	char path[64], line[256];
+	int ns = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return pid;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		/* one pid per level, the host's first, the innermost last */
+		for (long v; (v = strtol(p, &end, 10)), end != p; p = end)
+			if (v > 0 && v <= INT32_MAX)
+				ns = (int)v;
+		break;
+	}
+	fclose(f);
+	return ns;
+}
+
 const char *procmaps_basename(const struct proc_map *map)
 {
 	const char *slash;

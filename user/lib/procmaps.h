@@ -55,6 +55,11 @@ char *procmaps_host_path(int pid, const char *path, char *buf, size_t len);
  * neither exists. */
 char *procmaps_file_path(int pid, const struct proc_map *m, char *buf, size_t len);
 
+/* pid as the process knows itself: the last NSpid of /proc/PID/status (1
+ * for a container's first process), which names the perf map and jitdump a
+ * JIT inside a pid namespace writes; pid itself when it cannot be read. */
+int procmaps_ns_pid(int pid);
+
 /* Final component of a mapping's path ("" for anonymous mappings). */
 const char *procmaps_basename(const struct proc_map *map);
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,14 +115,13 @@ skip:
 	return 0;
 }
 
-/* the mapping of pid named jit-PID.dump, opened as the process sees it */
-static int open_mapped(int pid, char *why, size_t whylen)
+/* the mapping of pid named `want`, opened as the process maps it */
+static int open_mapped(int pid, const char *want, char *why, size_t whylen)
 {
 	struct proc_maps maps = { 0 };
-	char want[32], path[96], err[256];
+	char path[PATH_MAX + 32], err[256];
 	int fd = -1;
 
-	snprintf(want, sizeof(want), "jit-%d.dump", pid);
 	if (procmaps_read(pid, &maps, err, sizeof(err)))
 		return -2; /* gone */
 	for (size_t i = 0; i < maps.n; i++) {
@@ -129,9 +129,8 @@ static int open_mapped(int pid, char *why, size_t whylen)
 
 		if (!mp->path || mp->path[0] != '/' || strcmp(procmaps_basename(mp), want))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
-			 mp->start, mp->end);
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (procmaps_file_path(pid, mp, path, sizeof(path)))
+			fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			set_err(why, whylen, "%s: %s", mp->path, strerror(errno));
 		break;
@@ -149,10 +148,12 @@ int jitdump_read(struct perfmap *m, int pid, char *why, size_t whylen)
 	int fd, rc;
 
 	*why = '\0';
-	fd = open_mapped(pid, why, whylen);
+	/* named by the pid the process knows itself by (inside a container,
+	 * its namespace's) */
+	snprintf(name, sizeof(name), "jit-%d.dump", procmaps_ns_pid(pid));
+	fd = open_mapped(pid, name, why, whylen);
 	if (fd < 0)
 		return fd == -1 && *why ? -1 : 0;
-	snprintf(name, sizeof(name), "jit-%d.dump", pid);
 	if ((rc = perfmap_take_file(m, fd, pid, name, JITDUMP_MAX_BYTES, &size, why, whylen)) <= 0)
 		return rc;
 	n0 = m->n; /* after a start over, none */

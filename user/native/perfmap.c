@@ -2,6 +2,7 @@
  * perfmap.h). */
 #include "perfmap.h"
 #include "errmsg.h"
+#include "procmaps.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -169,17 +170,21 @@ int perfmap_read(struct perfmap *m, int pid, char *why, size_t whylen)
 	size_t n0;
 	int fd, rc;
 
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", pid, pid);
+	/* named by the pid the process knows itself by (inside a container,
+	 * its namespace's), in its own /tmp */
+	int ns = procmaps_ns_pid(pid);
+
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", pid, ns);
 	/* a symlink is refused (ELOOP), a FIFO does not block the open */
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
-		set_err(why, whylen, "/tmp/perf-%d.map: %s", pid,
+		set_err(why, whylen, "/tmp/perf-%d.map: %s", ns,
 			errno == ELOOP ? "a symbolic link" : strerror(errno));
 		return -1;
 	}
-	snprintf(name, sizeof(name), "/tmp/perf-%d.map", pid);
+	snprintf(name, sizeof(name), "/tmp/perf-%d.map", ns);
 	if ((rc = perfmap_take_file(m, fd, pid, name, PERFMAP_MAX_BYTES, &size, why, whylen)) <= 0)
 		return rc;
 	n0 = m->n; /* after a start over, none */
