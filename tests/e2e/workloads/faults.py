@@ -4,9 +4,13 @@ faulted in while toucher() runs; busy() meanwhile computes with small
 objects, which pymalloc serves from arenas it already has.
 Usage: faults.py [MB [TIMES]]: toucher runs TIMES times (default once), each
 time on a fresh bytearray (the one before is freed: glibc gives such big
-blocks back to the kernel).  Prints one JSON line: the bytes toucher touched."""
+blocks back to the kernel).  Prints one JSON line: the bytes toucher touched,
+then lives on for half a second: the profiler reads its stacks' names from
+the live process, and the whole run takes a few tenths of a second, which a
+loaded CI machine can take to name them."""
 import json
 import sys
+import time
 
 
 def busy(n):
@@ -30,6 +34,7 @@ def main():
     touched = sum(toucher(mb) for _ in range(times))
     busy(300000)
     print(json.dumps({"touched_bytes": touched}), flush=True)
+    time.sleep(0.5)
 
 
 if __name__ == "__main__":
