@@ -13,6 +13,7 @@ import pytest
 
 from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, FRAME_RE, names,
                       parse_folded, python_id, record_workload, supported_pythons, py_leaf)
+from pprofread import pprof_raw
 
 
 @supported_pythons()
@@ -219,3 +220,54 @@ def test_a_python_whose_files_were_deleted_is_profiled(python, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+CONTAINER_ID = "3f1e0c5b7a9d2e4f6a8b0c1d3e5f7a9b1c3d5e7f9a0b2c4d6e8f0a1b3c5d7e9f"
+
+
+def test_a_container_process_carries_its_container_and_inner_pid(tmp_path):
+    """A CPython that is pid 1 of its own pid namespace in a cgroup named as
+    docker's cgroupfs driver names it (/docker/ID, made here in the v1 pids
+    hierarchy): dump shows the container and the inner pid, pprof labels
+    each sample container_id and container_pid.  The parsing of every
+    engine's spelling is the unit test's (test_container.c); one Python."""
+    cg = f"/sys/fs/cgroup/pids/docker/{CONTAINER_ID}"
+    try:
+        os.makedirs(cg)
+    except OSError as e:
+        pytest.fail(f"cannot make a cgroup {cg}: {e}")
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", SUPPORTED[-1][0],
+                             os.path.join(WORKLOADS, "split.py"), "20", str(tmp_path / "t.json")],
+                            stdout=subprocess.PIPE, text=True)
+    pid = None
+    try:
+        _wait_ready(proc)
+        pid = int(subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                 text=True).stdout.split()[0])
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        d = subprocess.run([PYPERF, "dump", "-p", str(pid)], capture_output=True, text=True,
+                           timeout=60)
+        assert d.returncode == 0, d.stderr
+        assert f"Container docker {CONTAINER_ID[:12]}, pid 1 in it" in d.stdout, d.stdout
+        prof = tmp_path / "p.pb.gz"
+        r = subprocess.run([PYPERF, "-p", str(pid), "-d", "1", "-o", str(prof)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        samples = pprof_raw(str(prof))
+        assert samples and all(labels.get("container_id") == CONTAINER_ID and
+                               labels.get("container_pid") == "1" and
+                               labels.get("pid") == str(pid) for _, _, labels in samples), \
+            samples[:2]
+    finally:
+        if pid:
+            os.kill(pid, 9)  # a namespace's init ignores SIGTERM
+        proc.kill()
+        proc.wait()
+        for _ in range(50):
+            try:
+                os.rmdir(cg)
+                os.rmdir(os.path.dirname(cg))
+                break
+            except OSError:
+                time.sleep(0.1)

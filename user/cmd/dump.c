@@ -640,6 +640,11 @@ static void print_dump(const struct dumper *d)
 	const struct pproc *pp = hmap_get(&d->prof.procs, &d->o->pid, sizeof(int));
 
 	printf("Process %d: %s\n", d->o->pid, pp && pp->cmdline[0] ? pp->cmdline : "?");
+	if (pp && pp->ctr.id[0])
+		printf("Container %s %.12s%s%s, pid %d in it\n", pp->ctr.engine, pp->ctr.id,
+		       pp->ctr.pod[0] ? ", pod " : "", pp->ctr.pod, pp->ns_pid);
+	else if (pp && pp->ns_pid && pp->ns_pid != pp->pid)
+		printf("Pid %d in its pid namespace\n", pp->ns_pid);
 	printf("Python %d.%d (%s)\n", d->py.major, d->py.minor, d->py.binary);
 	if (!v)
 		return;

@@ -5,7 +5,9 @@
  * Values per sample: samples/count and cpu/nanoseconds (count x period, the
  * period being 1e9 / frequency); in --mode wall or offcpu one value, the
  * time itself, wall/nanoseconds or offcpu/nanoseconds.  Each (stack, thread) sample carries the
- * labels pid, thread_id (numbers), thread_name and process_name (strings);
+ * labels pid, thread_id (numbers), thread_name and process_name (strings),
+ * and for a process in a container container_pid (its pid there),
+ * container_id and pod_uid (Kubernetes);
  * the process and thread are labels rather than root frames.  Locations are
  * leaf first: kernel frames (file "[kernel.kallsyms]"), the merged Python and
  * native frames, then a "[truncated]" or "[incomplete]" root frame when the
@@ -40,7 +42,7 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-#define NLABELS 4
+#define NLABELS 7 /* 4, and 3 of a process in a container */
 
 /* a growing array of pointers */
 struct vec {
@@ -283,7 +285,16 @@ static Sample *new_sample(struct builder *b, const struct psample *s, const uint
 	x->label[1] = new_label(b, "thread_id", NULL, s->tid);
 	x->label[2] = new_label(b, "thread_name", profile_thread_name(b->c->prof, s->tid), 0);
 	x->label[3] = new_label(b, "process_name", profile_proc_comm(pp), 0);
-	x->n_label = b->failed ? 0 : NLABELS;
+	x->n_label = 4;
+	/* a container's process: where it runs, as fleet profilers label it */
+	if (pp && pp->ns_pid && pp->ns_pid != pp->pid)
+		x->label[x->n_label++] = new_label(b, "container_pid", NULL, pp->ns_pid);
+	if (pp && pp->ctr.id[0])
+		x->label[x->n_label++] = new_label(b, "container_id", pp->ctr.id, 0);
+	if (pp && pp->ctr.pod[0])
+		x->label[x->n_label++] = new_label(b, "pod_uid", pp->ctr.pod, 0);
+	if (b->failed)
+		x->n_label = 0;
 	return x;
 }
 

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "container.h"
 #include "hmap.h"
 #include "pyperf.h"
 #include "frame.h"
@@ -90,6 +91,8 @@ enum {
 
 struct pproc {
 	int pid;
+	int ns_pid;                  /* its pid in its own pid namespace (a container's) */
+	struct container ctr;        /* its container, id "" if none */
 	char comm[PYPERF_COMM_LEN];
 	char cmdline[256];
 	int py_major, py_minor;      /* its CPython version */

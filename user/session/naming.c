@@ -6,6 +6,7 @@
 #include "ksyms.h"
 #include "merge.h"
 #include "native.h"
+#include "procmaps.h"
 #include "profile.h"
 #include "pyasync.h"
 #include "pyobj.h"
@@ -50,9 +51,16 @@ static void describe(struct profile *p, int pid)
 {
 	char comm[PYPERF_COMM_LEN + 1], cmdline[256];
 
+	struct pproc *pp;
+
 	proc_comm(pid, comm, sizeof(comm));
 	proc_cmdline(pid, cmdline, sizeof(cmdline));
 	profile_describe_proc(p, pid, comm, cmdline);
+	pp = hmap_get(&p->procs, &pid, sizeof(pid));
+	if (pp) { /* where it runs: a container's pid namespace, its cgroup */
+		pp->ns_pid = procmaps_ns_pid(pid);
+		container_of_pid(pid, &pp->ctr);
+	}
 }
 
 int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *py, uint32_t gen)
