@@ -5,10 +5,13 @@ Interpreters: every CPython under /root/.pyenv/versions, /usr/bin and
 /opt/pyperf-sid/usr/bin (3.14 and 3.15 from Debian sid, installed by
 scripts/sid-pythons), or the list in PYPERF_TEST_PYTHONS, separated by ':'.  Supported ones (3.8+) drive
 the end-to-end tests; older ones drive the "unsupported version" tests."""
+import contextlib
 import glob
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -210,3 +213,31 @@ def count_pending(stacks):
 def all_names(frames):
     """Function names of every frame: Python, native, markers, kernel."""
     return [func_name(f) for f in frames]
+
+
+@contextlib.contextmanager
+def mp_tree(pids, methods, python=None):
+    """workloads/mp_tree.py under `python` (the newest supported): a parent
+    whose multiprocessing workers (start methods `methods`, "spawn,fork")
+    spin; yields (the parent's Popen, the workers' pids) once they all run,
+    and kills them all after."""
+    pids = str(pids)
+    tree = subprocess.Popen([python or SUPPORTED[-1][0], os.path.join(WORKLOADS, "mp_tree.py"),
+                             pids, methods], stdout=subprocess.DEVNULL)
+
+    def listed():
+        return open(pids).read().split() if os.path.exists(pids) else []
+    try:
+        deadline = time.monotonic() + 30
+        while "ready" not in listed():
+            assert time.monotonic() < deadline and tree.poll() is None, "mp_tree did not start"
+            time.sleep(0.1)
+        yield tree, {int(x) for x in listed() if x != "ready"} - {tree.pid}
+    finally:
+        tree.kill()
+        tree.wait()
+        for w in [int(x) for x in listed() if x != "ready"]:
+            try:
+                os.kill(w, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import SUPPORTED, WORKLOADS, run_pyperf, supported_pythons
+from conftest import SUPPORTED, WORKLOADS, mp_tree, run_pyperf, supported_pythons
 
 
 def start_sleeper(python):
@@ -136,23 +136,13 @@ def test_dump_of_a_gone_process():
     assert r.returncode == 1 and "no such process" in r.stderr, r.stderr
 
 
-def test_dump_subprocesses_dumps_the_tree():
+def test_dump_subprocesses_dumps_the_tree(tmp_path):
     """--subprocesses (py-spy's flag): the process, then each CPython
     process under it, multiprocessing's workers from fork and spawn among
     them (and spawn's resource tracker); without it, the process alone.
     record and top accept the flag: they always follow children."""
     assert SUPPORTED, "no supported CPython"
-    pids = f"/tmp/test_dump_sub.{os.getpid()}"
-    p = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "mp_tree.py"), pids,
-                          "fork,spawn"], stdout=subprocess.DEVNULL)
-    workers = set()
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if os.path.exists(pids) and "ready" in open(pids).read().split():
-                break
-            time.sleep(0.1)
-        workers = {int(x) for x in open(pids).read().split() if x != "ready"} - {p.pid}
+    with mp_tree(tmp_path / "pids", "fork,spawn") as (p, workers):
         assert len(workers) == 4, workers
         r = run_pyperf(["dump", "-p", str(p.pid), "--subprocesses"], timeout=60)
         assert r.returncode == 0, r.stderr
@@ -172,13 +162,3 @@ def test_dump_subprocesses_dumps_the_tree():
         r = run_pyperf(["-d", "0.5", "--subprocesses", "-f", "folded", "-o", "/dev/null", "-p",
                         str(p.pid)])
         assert r.returncode == 0, r.stderr
-    finally:
-        p.kill()
-        for w in workers:
-            try:
-                os.kill(w, 9)
-            except ProcessLookupError:
-                pass
-        p.wait()
-        if os.path.exists(pids):
-            os.unlink(pids)

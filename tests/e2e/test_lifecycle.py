@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import (names, parse_folded, py_leaf, PYPERF, run_pyperf, SUPPORTED, supported_pythons,
+from conftest import (mp_tree, names, parse_folded, py_leaf, PYPERF, run_pyperf, SUPPORTED, supported_pythons,
                       WORKLOADS)
 
 SHORT = """
@@ -103,15 +103,7 @@ def test_subprocesses_with_pid_takes_the_workers_running_already(tmp_path):
     waits), each under its own process frame; without it, only the parent,
     which sleeps.  One Python: which processes are targets does not depend
     on the version."""
-    pids = tmp_path / "pids"
-    tree = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "mp_tree.py"), str(pids),
-                             "spawn,fork"])
-    try:
-        deadline = time.monotonic() + 30
-        while "ready" not in (pids.read_text() if pids.exists() else ""):
-            assert time.monotonic() < deadline and tree.poll() is None, "mp_tree did not start"
-            time.sleep(0.1)
-        workers = {int(x) for x in pids.read_text().split() if x != "ready"} - {tree.pid}
+    with mp_tree(tmp_path / "pids", "spawn,fork") as (tree, workers):
         assert len(workers) == 4, workers
         seen = {}
         for flag in ([], ["--subprocesses"]):
@@ -123,14 +115,6 @@ def test_subprocesses_with_pid_takes_the_workers_running_already(tmp_path):
                                 if f[0].startswith("process ") and "spin" in names(f)}
         assert seen[False] == set(), seen
         assert seen[True] == workers, (seen, workers)
-    finally:
-        tree.kill()
-        tree.wait()
-        for w in [int(x) for x in pids.read_text().split() if x != "ready"]:
-            try:
-                os.kill(w, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 @supported_pythons()

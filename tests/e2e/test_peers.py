@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import (SUPPORTED, WORKLOADS, parse_folded, peer, run_pyperf, supported_pythons)
+from conftest import (SUPPORTED, WORKLOADS, mp_tree, parse_folded, peer, run_pyperf, supported_pythons)
 
 
 def start_scenes(python, tmp_path):
@@ -275,28 +275,12 @@ def test_dump_subprocesses_sees_the_processes_py_spy_sees(tmp_path):
     multiprocessing workers (spawn, fork) and spawn's resource tracker: the
     same processes (by pid), each with its own threads.  One Python: which
     processes are under a pid does not depend on the version."""
-    pids = tmp_path / "pids"
-    tree = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "mp_tree.py"), str(pids),
-                             "spawn,fork"])
-    try:
-        deadline = time.time() + 30
-        while "ready" not in (pids.read_text() if pids.exists() else ""):
-            assert time.time() < deadline and tree.poll() is None, "mp_tree did not start"
-            time.sleep(0.1)
+    with mp_tree(tmp_path / "pids", "spawn,fork") as (tree, workers):
         theirs = subprocess.run([peer("py-spy"), "dump", "--subprocesses", "--pid",
                                  str(tree.pid)], capture_output=True, text=True, timeout=60)
         ours = run_pyperf(["dump", "--subprocesses", "-p", str(tree.pid)], timeout=60)
-    finally:
-        tree.kill()
-        tree.wait()
-        for w in [int(x) for x in pids.read_text().split() if x != "ready"]:
-            try:
-                os.kill(w, 9)
-            except ProcessLookupError:
-                pass
     assert theirs.returncode == 0 and ours.returncode == 0, theirs.stderr + ours.stderr
     t = {int(m) for m in re.findall(r"^Process (\d+):", theirs.stdout, re.M)}
     o = {int(m) for m in re.findall(r"^Process (\d+):", ours.stdout, re.M)}
-    workers = {int(x) for x in pids.read_text().split() if x != "ready"} - {tree.pid}
     assert {tree.pid} | workers <= t, (t, workers)
     assert o == t, (o, t)
