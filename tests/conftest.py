@@ -7,6 +7,7 @@ scripts/sid-pythons), or the list in PYPERF_TEST_PYTHONS, separated by ':'.  Sup
 the end-to-end tests; older ones drive the "unsupported version" tests."""
 import contextlib
 import glob
+import json
 import os
 import re
 import signal
@@ -30,6 +31,20 @@ def peer(name):
                     "from PyPI")
     return path
 WORKLOADS = os.path.join(ROOT, "tests", "e2e", "workloads")
+# the OpenTelemetry Collector that scripts/setup --test-deps builds
+OTELCOL = os.path.join(os.environ.get("PYPERF_OTELCOL", "/var/cache/pyperf-bpf/otelcol"),
+                       "otelcol-pyperf")
+
+
+def otlp_decode(path, framed=False):
+    """OTLP profiles in path as the official bindings read them (tests/otlpread.py,
+    run by the peers' Python, which has opentelemetry-proto)."""
+    py = peer("python")
+    r = subprocess.run([py, os.path.join(ROOT, "tests", "otlpread.py")] +
+                       (["--framed"] if framed else []) + [str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
 
 
 def _candidates():

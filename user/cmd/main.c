@@ -7,11 +7,10 @@
 #include "dump.h"
 #include "record.h"
 #include "top.h"
+#include "version.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#define VERSION "0.1.0"
 
 int main(int argc, char **argv)
 {
@@ -29,7 +28,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "debuginfod-fetch"))
 		return dbgfetch_helper(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
-		printf("pyperf-bpf %s\n", VERSION);
+		printf("pyperf-bpf %s\n", PYPERF_VERSION);
 		return 0;
 	}
 	return record_main(argc, argv); /* record is the default command */

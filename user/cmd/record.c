@@ -158,10 +158,10 @@ static void usage(FILE *f)
 		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
 		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
-		"                           (flame graph), pprof (gzipped profile.proto) or\n"
-		"                           speedscope; default from -o's extension (.txt,\n"
-		"                           .folded, .svg, .pb.gz, .pprof, .speedscope.json),\n"
-		"                           else report\n"
+		"                           (flame graph), pprof (gzipped profile.proto),\n"
+		"                           speedscope or otlp (OpenTelemetry profiles);\n"
+		"                           default from -o's extension (.txt, .folded, .svg,\n"
+		"                           .pb.gz, .pprof, .speedscope.json, .otlp), else report\n"
 		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
 		"      --subprocesses       with -p: the processes under each running\n"
@@ -342,7 +342,7 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			return cmdline_fail("-f: unknown format '%s'", format);
 		if (ro->format < 0)
 			return cmdline_fail(o->noutputs > 1 ? "-o %s: cannot tell the format from the "
-				"file name (.txt, .folded, .svg, .pb.gz, .pprof, .speedscope.json)" :
+				"file name (.txt, .folded, .svg, .pb.gz, .pprof, .speedscope.json, .otlp)" :
 				"-o %s: cannot tell the format from the file name; use -f", ro->path);
 	}
 	return 0;

@@ -357,8 +357,7 @@ out:
 	free(v);
 }
 
-/* gzip (mtime 0, so equal profiles give equal files) and write */
-static int write_gzip(FILE *f, const uint8_t *data, size_t len)
+int out_gzip(FILE *f, const uint8_t *data, size_t len)
 {
 	z_stream z;
 	uint8_t out[16384];
@@ -418,7 +417,7 @@ static int pack_and_write(FILE *f, const ProtobufCMessage *m)
 		return -1;
 	}
 	protobuf_c_message_pack(m, buf);
-	rc = write_gzip(f, buf, len);
+	rc = out_gzip(f, buf, len);
 	free(buf);
 	return rc;
 }

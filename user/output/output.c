@@ -96,14 +96,14 @@ struct psample **out_samples(const struct out_ctx *c, size_t *n)
 	return v;
 }
 
-const char out_format_names[] = "report, folded, svg, pprof, speedscope";
+const char out_format_names[] = "report, folded, svg, pprof, speedscope, otlp";
 
 int out_format_parse(const char *name)
 {
 	static const struct { const char *name; int fmt; } names[] = {
 		{ "report", FMT_REPORT }, { "folded", FMT_FOLDED }, { "collapsed", FMT_FOLDED },
 		{ "svg", FMT_SVG }, { "flamegraph", FMT_SVG }, { "pprof", FMT_PPROF },
-		{ "speedscope", FMT_SPEEDSCOPE },
+		{ "speedscope", FMT_SPEEDSCOPE }, { "otlp", FMT_OTLP },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -125,6 +125,7 @@ int out_format_from_path(const char *path)
 		{ ".folded", FMT_FOLDED }, { ".collapsed", FMT_FOLDED }, { ".txt", FMT_REPORT },
 		{ ".svg", FMT_SVG }, { ".pb.gz", FMT_PPROF }, { ".pprof", FMT_PPROF },
 		{ ".speedscope.json", FMT_SPEEDSCOPE }, { ".speedscope", FMT_SPEEDSCOPE },
+		{ ".otlp", FMT_OTLP },
 	};
 
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
@@ -144,6 +145,8 @@ int out_write(FILE *f, const struct out_ctx *c, int fmt)
 		return out_pprof(f, c);
 	case FMT_SPEEDSCOPE:
 		return out_speedscope(f, c);
+	case FMT_OTLP:
+		return out_otlp(f, c);
 	default:
 		return out_report(f, c);
 	}

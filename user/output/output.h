@@ -9,7 +9,7 @@
 #include "profile.h"
 #include "sbuf.h"
 
-enum out_format { FMT_REPORT, FMT_FOLDED, FMT_SVG, FMT_PPROF, FMT_SPEEDSCOPE };
+enum out_format { FMT_REPORT, FMT_FOLDED, FMT_SVG, FMT_PPROF, FMT_SPEEDSCOPE, FMT_OTLP };
 
 struct out_ctx {
 	const struct profile *prof;
@@ -28,6 +28,10 @@ struct out_ctx {
 	bool icicle;                 /* svg: root on top */
 	int pid;                     /* only this process's samples (0: all) */
 	uint32_t gen;                /* and only this image of it (0: all) */
+	/* otlp: service.name of a process image (NULL, or NULL returned: the
+	 * convention's "unknown_service:" + its executable's name) */
+	const char *(*service_of)(void *ctx, int pid, uint32_t gen);
+	void *service_ctx;
 };
 
 /* Python: "name (file:line)", or "name (file)" without lines; native:
@@ -53,6 +57,10 @@ int out_report(FILE *f, const struct out_ctx *c);
 int out_svg(FILE *f, const struct out_ctx *c);
 int out_pprof(FILE *f, const struct out_ctx *c);
 int out_speedscope(FILE *f, const struct out_ctx *c);
+int out_otlp(FILE *f, const struct out_ctx *c);
+/* data gzipped (header mtime 0, so equal inputs give equal bytes) to f;
+ * 0, or -1 with errno set */
+int out_gzip(FILE *f, const uint8_t *data, size_t len);
 /* The writer of format fmt. */
 int out_write(FILE *f, const struct out_ctx *c, int fmt);
 /* Parse a format name or infer it from a file name; -1 if unknown.
