@@ -6,16 +6,28 @@ hold the same stacks with the same counts, frame for frame, with the
 resource, frame types, mappings and build-ids OTLP readers use.  The writer
 does not depend on the interpreter's version (the stacks it is handed do, and
 the folded and pprof tests cover every version): it runs on the newest and
-the oldest supported CPython."""
+the oldest supported CPython.
+
+`daemon --otlp`: into a real OpenTelemetry Collector (built by scripts/setup
+--test-deps from its Go modules) with the OTLP/HTTP receiver and the file
+exporter.  The Collector is stopped and started again during the run; every
+interval's samples must still arrive exactly once, and the workload's
+profile must show the split it measured itself."""
+import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
 
 import pytest
 
-from conftest import SUPPORTED, otlp_decode, python_id, record_workload
+from conftest import (OTELCOL, PYPERF, SUPPORTED, WORKLOADS, otlp_decode, python_id,
+                      record_workload)
+
+STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes")
+
 
 def folded_label(fr):
     """The folded output's label of an OTLP frame."""
@@ -87,3 +99,135 @@ def test_otlp_resource_profile_and_frames(tmp_path):
     notes = subprocess.run(["readelf", "-n", libc[0]["mapping"]], capture_output=True, text=True).stdout
     assert re.search(r"Build ID: " + libc[0]["build_id"] + r"\b", notes), (libc[0], notes)
     assert all(f["type"] in ("cpython", "native", "kernel", None) for f in frames)
+
+
+# ---- the daemon into a real OpenTelemetry Collector ----
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Collector:
+    """otelcol-pyperf with the OTLP/HTTP receiver on port and the file
+    exporter writing what it received to out (proto, length-framed)."""
+
+    def __init__(self, tmp_path, port, out):
+        if not os.access(OTELCOL, os.X_OK):
+            pytest.fail(f"no OpenTelemetry Collector at {OTELCOL}: scripts/setup --test-deps "
+                        "builds it from its Go modules")
+        self.out = out
+        cfg = tmp_path / f"otelcol-{os.path.basename(out)}.yaml"
+        cfg.write_text(f"""receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:{port}
+exporters:
+  file:
+    path: {out}
+    format: proto
+    flush_interval: 100ms
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [file]
+""")
+        self.log = open(tmp_path / f"otelcol-{os.path.basename(out)}.log", "w")
+        self.p = subprocess.Popen([OTELCOL, "--config", str(cfg),
+                                   "--feature-gates=service.profilesSupport"],
+                                  stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:               # until it listens
+            assert self.p.poll() is None, open(self.log.name).read()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        pytest.fail("the Collector did not start: " + open(self.log.name).read())
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)          # it flushes its file and exits
+        self.p.wait(timeout=30)
+        self.log.close()
+
+
+def test_daemon_otlp_into_the_collector_across_restarts(tmp_path):
+    assert SUPPORTED, "no supported CPython"
+    port = free_port()
+    col = Collector(tmp_path, port, tmp_path / "received-1.bin")
+    log = tmp_path / "daemon.log"
+    d = subprocess.Popen([PYPERF, "daemon", "--stats", "--log", str(log), "-F", "99", "-i", "1",
+                          "--otlp", f"http://127.0.0.1:{port}", "--spool", str(tmp_path / "spool")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    text = lambda: log.read_text() if log.exists() else ""
+
+    def wait_log(needle, count=1, timeout=60):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and d.poll() is None:
+            if text().count(needle) >= count:
+                return True
+            time.sleep(0.1)
+        return False
+
+    w = None
+    outs = [col.out]
+    try:
+        assert wait_log("profiling CPython processes"), text()
+        env = dict(os.environ, PYPERF_SERVICE="split-otlp")
+        w = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "14",
+                              str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True, env=env)
+        assert w.stdout.readline().strip() == "ready"
+        assert wait_log("stats:", count=3), text()
+        col.stop()                                  # the receiver goes away ...
+        n = text().count("stats:")
+        assert wait_log("stats:", count=n + 3), text()
+        assert "failed" in text(), text()           # ... the daemon spools ...
+        col = Collector(tmp_path, port, tmp_path / "received-2.bin")
+        outs.append(col.out)                        # ... and it comes back
+        assert wait_log("works again", timeout=90), text()
+        w.wait(timeout=60)
+        assert wait_log("stats:", count=text().count("stats:") + 2), text()
+        d.send_signal(signal.SIGTERM)
+        _, err = d.communicate(timeout=60)
+        assert d.returncode == 0, err
+    finally:
+        if d.poll() is None:
+            d.kill()
+        if w and w.poll() is None:
+            w.kill()
+        col.stop()
+    stats = [(int(a), int(b)) for a, b in STATS_RE.findall(text())]
+    received = [otlp_decode(o, framed=True) for o in outs if os.path.exists(o)]
+    for r in received:
+        assert r["checks"] == [], r["checks"]
+    resources = [res for r in received for res in r["resources"]]
+    # exactly once: every sample the daemon counted arrived, none twice
+    total = sum(s["value"] for res in resources for p in res["profiles"] for s in p["samples"])
+    assert total == sum(s[0] for s in stats), (total, stats)
+    assert os.listdir(tmp_path / "spool" / "otlp") == []
+    # the workload's profiles: its service name, one per interval, in order,
+    # and the split it measured
+    mine = [res for res in resources if res["attrs"].get("service.name") == "split-otlp"]
+    assert len(mine) >= 10, [r["attrs"] for r in resources]
+    times = [res["profiles"][0]["time"] for res in mine]
+    assert len(set(times)) == len(times)
+    leaf = {"leaf_a": 0, "leaf_b": 0, "leaf_c": 0}
+    for res in mine:
+        for s in res["profiles"][0]["samples"]:
+            for f in s["stack"]:
+                if f["name"] in leaf:
+                    leaf[f["name"]] += s["value"]
+                    break
+    truth = json.load(open(tmp_path / "t.json"))
+    n = sum(leaf.values())
+    assert n > 500, leaf
+    for k in leaf:
+        want = truth[k] / sum(truth[x] for x in leaf)
+        assert abs(leaf[k] / n - want) < 0.06, (leaf, truth)

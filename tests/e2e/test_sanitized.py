@@ -31,7 +31,7 @@ def run(args, **kw):
 
 
 def test_record_every_output(san, tmp_path):
-    outs = [tmp_path / f"p{s}" for s in (".folded", ".svg", ".pb.gz", ".speedscope.json", ".txt")]
+    outs = [tmp_path / f"p{s}" for s in (".folded", ".svg", ".pb.gz", ".speedscope.json", ".otlp", ".txt")]
     r = run([san, "record", "-F", "499"] + [a for o in outs for a in ("-o", str(o))] +
             ["--", SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "2",
              str(tmp_path / "t.json")])
@@ -54,7 +54,10 @@ def test_dump_and_daemon(san, tmp_path):
         assert w.stdout.readline().strip() == "ready"
         r = run([san, "dump", "--native", "-p", str(w.pid)])
         assert r.returncode == 0 and "Thread" in r.stdout, r.stderr[-2000:]
+        # --otlp to a port nothing listens on: the OTLP requests are
+        # written, gzipped and spooled
         d = subprocess.Popen([san, "daemon", "-F", "99", "-i", "1", "--dir", str(tmp_path / "d"),
+                              "--otlp", "http://127.0.0.1:9", "--spool", str(tmp_path / "spool"),
                               "--stats"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=ENV)
         time.sleep(4)
@@ -63,6 +66,7 @@ def test_dump_and_daemon(san, tmp_path):
         assert d.returncode == 0, err[-4000:]
         assert "Sanitizer" not in err and "runtime error" not in err, err[-4000:]
         assert os.listdir(tmp_path / "d")
+        assert [f for f in os.listdir(tmp_path / "spool" / "otlp") if f.endswith(".prof")]
     finally:
         w.kill()
         w.wait()

@@ -1,4 +1,4 @@
-/* test_daemon_config.c - the daemon's settings (user/cmd/daemon_config.c):
+/* test_daemon_config.c - the daemon's settings (user/daemon/daemon_config.c):
  * defaults, a config file under the command line, sizes with units, flags,
  * and one-line errors that name the file and line or the option. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_spool.c - the daemon's push queue (user/cmd/spool.c).  With a server
+/* test_spool.c - the daemon's push queue (user/daemon/spool.c).  With a server
  * that never answers (a closed loopback port): profiles wait in the
  * directory in order, the oldest are dropped and counted when it is full, a
  * profile that can never fit is dropped at once, and what was not sent is
@@ -75,7 +75,7 @@ static void test_queue_in_order_full_and_restart(void **state)
 	memset(big, 'z', sizeof(big));
 	/* room for two profiles of 100 bytes plus their header and query line
 	 * (28 + 7 + 100 bytes each) */
-	s = spool_open(dir, 300, URL, err, sizeof(err));
+	s = spool_open(dir, 300, SPOOL_PYROSCOPE, URL, err, sizeof(err));
 	assert_non_null(s);
 	assert_int_equal(spool_add(s, "name=a", data, sizeof(data), err, sizeof(err)), 0);
 	assert_int_equal(spool_add(s, "name=b", data, sizeof(data), err, sizeof(err)), 0);
@@ -95,7 +95,7 @@ static void test_queue_in_order_full_and_restart(void **state)
 	first_line(dir, names[0], data, sizeof(data));
 	assert_string_equal(data, "name=b\n");
 	/* a restart finds them and numbers new ones after them */
-	s = spool_open(dir, 1000, URL, err, sizeof(err));
+	s = spool_open(dir, 1000, SPOOL_PYROSCOPE, URL, err, sizeof(err));
 	assert_non_null(s);
 	spool_get_stats(s, &st);
 	assert_int_equal(st.pending, 2);
@@ -116,7 +116,7 @@ static void test_unusable_directory_is_an_error(void **state)
 	char err[256] = "";
 
 	(void)state;
-	assert_null(spool_open("/proc/no/such/spool", 1000, URL, err, sizeof(err)));
+	assert_null(spool_open("/proc/no/such/spool", 1000, SPOOL_PYROSCOPE, URL, err, sizeof(err)));
 	assert_non_null(strstr(err, "spool /proc/no/such/spool"));
 }
 
@@ -290,7 +290,7 @@ static void test_corrupt_files_are_dropped_and_the_rest_sent_once(void **state)
 		gzlen[i] = gzip(text, gz[i], sizeof(gz[i]));
 	}
 	/* 1..5 written by the spool while the server is down */
-	s = spool_open(dir, 1 << 20, URL, err, sizeof(err));
+	s = spool_open(dir, 1 << 20, SPOOL_PYROSCOPE, URL, err, sizeof(err));
 	assert_non_null(s);
 	for (int i = 1; i <= 5; i++) {
 		char q[32];
@@ -331,7 +331,7 @@ static void test_corrupt_files_are_dropped_and_the_rest_sent_once(void **state)
 
 	server_start();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
-	s = spool_open(dir, 1 << 20, url, err, sizeof(err));
+	s = spool_open(dir, 1 << 20, SPOOL_PYROSCOPE, url, err, sizeof(err));
 	assert_non_null(s);
 	assert_int_equal(access(path, F_OK), -1); /* the .new file is gone at once */
 	for (int i = 0; i < 200; i++) {

@@ -1,4 +1,5 @@
-/* spool.h - profiles on their way to a Pyroscope-compatible server.
+/* spool.h - profiles on their way to a server: a Pyroscope-compatible one
+ * or an OTLP/HTTP receiver (one spool, in its own directory, per server).
  *
  * Every profile to push is first written to the spool directory as one file,
  * NNNNNNNNNNNN.prof, so a profile that was taken survives a backend outage
@@ -8,13 +9,14 @@
  *                                         the body's length in bytes, and the
  *                                         zlib CRC-32, 8 hex digits, of all
  *                                         that follows the header)
- *     QUERY\n                            (the ingest query string)
- *     BODY                               (the gzipped pprof)
+ *     QUERY\n                            (the ingest query string, or for
+ *                                         OTLP a description, "otlp=...")
+ *     BODY                               (the gzipped pprof or OTLP request)
  *
  * It is written as .new.XXXXXX, fsynced, renamed into place and the
  * directory fsynced, so a crash or a power loss leaves either a whole file
  * or a temporary one, which the next spool_open removes.  An uploader thread
- * sends the files oldest first with HTTP POST to URL/ingest?QUERY (libcurl)
+ * sends the files oldest first with HTTP POST (libcurl; spool_proto below)
  * and removes each one the server accepted (2xx).  Before sending it checks
  * the file: one that fails (cut short, a byte changed, not a spool file at
  * all) is removed unsent, logged and counted as corrupt.  A file of the
@@ -45,13 +47,21 @@ struct spool_stats {
 	uint64_t pending, pending_bytes; /* in the spool now */
 };
 
+/* How the uploader sends a file: Pyroscope's POST URL/ingest?QUERY with the
+ * gzipped pprof as the body, or OTLP/HTTP's POST URL (the profiles endpoint)
+ * of a gzipped protobuf Export request, QUERY being only a description
+ * ("otlp=..."). */
+enum spool_proto { SPOOL_PYROSCOPE, SPOOL_OTLP_HTTP };
+
 /* Create (if needed) dir and start the uploader; NULL with a message. */
-struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, char *err,
-			 size_t errlen);
+struct spool *spool_open(const char *dir, uint64_t max_bytes, enum spool_proto proto,
+			 const char *url, char *err, size_t errlen);
 /* Queue one profile; 0, or -1 with a message (it could not be written). */
 int spool_add(struct spool *s, const char *query, const void *data, size_t len, char *err,
 	      size_t errlen);
 void spool_get_stats(struct spool *s, struct spool_stats *st);
+/* *sum += *st, field by field (the daemon's figures over its spools) */
+void spool_stats_add(struct spool_stats *sum, const struct spool_stats *st);
 /* Change the limit or the server (SIGHUP). */
 void spool_configure(struct spool *s, uint64_t max_bytes, const char *url);
 /* Try for up to timeout_s to send what is queued, then stop the uploader.

@@ -22,7 +22,8 @@ struct daemon_cfg {
 	char dir[1024];              /* pprof files; "" none */
 	long keep;
 	uint64_t keep_bytes;
-	char push[1024];             /* server URL; "" none */
+	char push[1024];             /* Pyroscope server URL; "" none */
+	char otlp[1024];             /* OTLP/HTTP receiver URL; "" none */
 	char spool[1024];
 	uint64_t spool_bytes;
 	uint64_t unwind_bytes;       /* cap on the native unwind tables */

@@ -42,6 +42,7 @@
 
 struct spool {
 	char dir[4096];
+	enum spool_proto proto;
 	char *url;
 	uint64_t max_bytes;
 	uint64_t next_seq;
@@ -228,10 +229,11 @@ static size_t parse_header(const char *buf, size_t size, unsigned long long *bod
 	return n + 1;
 }
 
-/* the query line as the daemon writes it: name=..., URL-escaped, printable */
+/* the query line as the daemon writes it: name=... (Pyroscope) or otlp=...,
+ * URL-escaped, printable */
 static bool plausible_query(const char *q, size_t len)
 {
-	if (len < 6 || strncmp(q, "name=", 5))
+	if (len < 6 || (strncmp(q, "name=", 5) && strncmp(q, "otlp=", 5)))
 		return false;
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)q[i] <= ' ' || (unsigned char)q[i] >= 0x7f)
@@ -350,8 +352,8 @@ enum { POST_RETRY, POST_SENT, POST_REFUSED };
 
 /* POST one checked profile; the file at path is removed the moment the
  * server accepted it (see the note on duplicates at the top) */
-static int post(CURL *c, const char *url, const struct loaded *f, const char *path, char *why,
-		size_t whylen)
+static int post(CURL *c, enum spool_proto proto, const char *url, const struct loaded *f,
+		const char *path, char *why, size_t whylen)
 {
 	struct curl_slist *h = NULL;
 	char *full = NULL;
@@ -359,9 +361,18 @@ static int post(CURL *c, const char *url, const struct loaded *f, const char *pa
 	CURLcode rc;
 	int result = POST_RETRY;
 
-	if (asprintf(&full, "%s/ingest?%s", url, f->query) < 0)
-		return POST_RETRY;
-	h = curl.slist_append(h, "Content-Type: application/octet-stream");
+	if (proto == SPOOL_OTLP_HTTP) {
+		/* OTLP/HTTP: the URL is the endpoint itself, the body a gzipped
+		 * protobuf Export request */
+		if (!(full = strdup(url)))
+			return POST_RETRY;
+		h = curl.slist_append(h, "Content-Type: application/x-protobuf");
+		h = curl.slist_append(h, "Content-Encoding: gzip");
+	} else {
+		if (asprintf(&full, "%s/ingest?%s", url, f->query) < 0)
+			return POST_RETRY;
+		h = curl.slist_append(h, "Content-Type: application/octet-stream");
+	}
 	curl.easy_reset(c);
 	curl.easy_setopt(c, CURLOPT_URL, full);
 	curl.easy_setopt(c, CURLOPT_POST, 1L);
@@ -432,7 +443,7 @@ static int upload_one(struct spool *s, CURL *c, const char *url, const char *pat
 
 	*bytes = f.size;
 	if (r == LOAD_OK) {
-		int p = url ? post(c, url, &f, path, why, whylen) : POST_RETRY;
+		int p = url ? post(c, s->proto, url, &f, path, why, whylen) : POST_RETRY;
 
 		if (p == POST_SENT)
 			*bytes = f.body_len;
@@ -554,8 +565,8 @@ static void remove_unfinished(const char *dir)
 		dlog(DLOG_INFO, "spool %s: removed %zu unfinished files of an earlier run", dir, n);
 }
 
-struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, char *err,
-			 size_t errlen)
+struct spool *spool_open(const char *dir, uint64_t max_bytes, enum spool_proto proto,
+			 const char *url, char *err, size_t errlen)
 {
 	struct spool *s = calloc(1, sizeof(*s));
 	struct entry *v;
@@ -567,6 +578,7 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, const char *url, c
 		return NULL;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	s->proto = proto;
 	s->max_bytes = max_bytes;
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		set_err(err, errlen, "spool %s: %s", dir, strerror(errno));
@@ -725,6 +737,19 @@ void spool_get_stats(struct spool *s, struct spool_stats *st)
 	for (size_t i = 0; i < n; i++)
 		st->pending_bytes += v[i].size;
 	free(v);
+}
+
+void spool_stats_add(struct spool_stats *sum, const struct spool_stats *st)
+{
+	sum->sent += st->sent;
+	sum->sent_bytes += st->sent_bytes;
+	sum->dropped += st->dropped;
+	sum->dropped_bytes += st->dropped_bytes;
+	sum->failures += st->failures;
+	sum->corrupt += st->corrupt;
+	sum->corrupt_bytes += st->corrupt_bytes;
+	sum->pending += st->pending;
+	sum->pending_bytes += st->pending_bytes;
 }
 
 void spool_configure(struct spool *s, uint64_t max_bytes, const char *url)

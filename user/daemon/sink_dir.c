@@ -1,11 +1,10 @@
-/* daemon_sinks.c - where the daemon's profiles go (see daemon_sinks.h). */
-#include "daemon_sinks.h"
+/* sink_dir.c - --dir: one APP-PID-TIME.pb.gz file per process and interval,
+ * pruned to --keep files and --keep-bytes (see sink.h). */
+#include "sink.h"
 #include "errmsg.h"
 #include "dlog.h"
-#include "mode.h"
 #include "outfile.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-void sink_dir_write(const char *dirpath, const char *app, int pid, uint64_t end_ns,
+static void write_one(const char *dirpath, const char *app, int pid, uint64_t end_ns,
 		    const char *data, size_t len)
 {
 	char path[2048], stamp[32], err[512];
@@ -42,40 +41,6 @@ void sink_dir_write(const char *dirpath, const char *app, int pid, uint64_t end_
 	dlog(DLOG_ERR, "%s", err);
 }
 
-static void url_escape(const char *s, char *out, size_t len)
-{
-	size_t n = 0;
-
-	for (; *s && n + 4 < len; s++) {
-		if (isalnum((unsigned char)*s) || strchr("-._~", *s))
-			out[n++] = *s;
-		else
-			n += (size_t)snprintf(out + n, len - n, "%%%02X", (unsigned char)*s);
-	}
-	out[n] = 0;
-}
-
-void sink_push(struct spool *sp, const char *host, const char *app, int pid, uint64_t from_ns,
-	       uint64_t end_ns, int freq, enum pyperf_mode mode, const char *data, size_t len)
-{
-	char name[512], ename[1600], query[2048], rate[64], err[512];
-
-	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d,service_name=%s}", app, host, pid, app);
-	url_escape(name, ename, sizeof(ename));
-	if (mode == MODE_CPU)
-		snprintf(rate, sizeof(rate), "sampleRate=%d", freq);
-	else if (mode_is_bytes(mode))
-		snprintf(rate, sizeof(rate), "units=bytes&aggregationType=sum");
-	else
-		snprintf(rate, sizeof(rate), "units=nanoseconds&aggregationType=sum");
-	snprintf(query, sizeof(query), "name=%s&from=%llu&until=%llu&format=pprof&%s"
-		 "&spyName=pyperf-bpf", ename,
-		 (unsigned long long)(from_ns / 1000000000ull),
-		 (unsigned long long)((end_ns + 999999999ull) / 1000000000ull), rate);
-	if (spool_add(sp, query, data, len, err, sizeof(err)))
-		dlog(DLOG_ERR, "%s", err);
-}
-
 struct dfile {
 	char name[512];
 	struct timespec mtime;
@@ -93,7 +58,7 @@ static int cmp_dfile(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-void sink_dir_prune(const char *dirpath, long keep, uint64_t keep_bytes)
+static void prune(const char *dirpath, long keep, uint64_t keep_bytes)
 {
 	DIR *dir = opendir(dirpath);
 	struct dfile *v = NULL;
@@ -139,3 +104,64 @@ void sink_dir_prune(const char *dirpath, long keep, uint64_t keep_bytes)
 	free(v);
 }
 
+
+struct dir_sink {
+	struct sink base;
+	char dir[1024];
+	long keep;
+	uint64_t keep_bytes;
+};
+
+static void dir_put(struct sink *s, struct sink_interval *iv)
+{
+	struct dir_sink *d = (struct dir_sink *)s;
+
+	for (size_t i = 0; i < iv->nimg; i++) {
+		size_t len;
+		const char *data = sink_pprof(iv, &iv->img[i], &len);
+
+		if (data)
+			write_one(d->dir, iv->img[i].app, iv->img[i].pid, iv->end_ns, data, len);
+	}
+	prune(d->dir, d->keep, d->keep_bytes);
+}
+
+static void dir_configure(struct sink *s, const struct daemon_cfg *cfg)
+{
+	struct dir_sink *d = (struct dir_sink *)s;
+
+	d->keep = cfg->keep;
+	d->keep_bytes = cfg->keep_bytes;
+}
+
+static size_t dir_close(struct sink *s)
+{
+	free(s);
+	return 0;
+}
+
+static const struct sink_ops dir_ops = {
+	.name = "dir", .put = dir_put, .configure = dir_configure, .close = dir_close,
+};
+
+struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
+{
+	struct dir_sink *d;
+
+	err[0] = 0;
+	if (!cfg->dir[0])
+		return NULL;
+	/* stacks, file paths and command lines of every process: root's only */
+	if (mkdir(cfg->dir, 0700) && errno != EEXIST) {
+		set_err(err, errlen, "--dir %s: %s", cfg->dir, strerror(errno));
+		return NULL;
+	}
+	if (!(d = calloc(1, sizeof(*d)))) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	d->base.ops = &dir_ops;
+	snprintf(d->dir, sizeof(d->dir), "%s", cfg->dir);
+	dir_configure(&d->base, cfg);
+	return &d->base;
+}

@@ -62,6 +62,7 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 	STR("cgroup", cgroup);
 	STR("dir", dir);
 	STR("push", push);
+	STR("otlp", otlp);
 	STR("spool", spool);
 	STR("app-env", app_env);
 	STR("log", log);
@@ -175,12 +176,17 @@ static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
 {
 	regex_t re;
 
-	if (!c->dir[0] && !c->push[0]) {
-		set_err(err, errlen, "no sink: give --dir DIR and/or --push URL");
+	if (!c->dir[0] && !c->push[0] && !c->otlp[0]) {
+		set_err(err, errlen, "no sink: give --dir DIR, --push URL and/or --otlp URL");
 		return -1;
 	}
 	if (c->push[0] && strncmp(c->push, "http://", 7) && strncmp(c->push, "https://", 8)) {
 		set_err(err, errlen, "--push: not an http:// or https:// URL: '%.300s'", c->push);
+		return -1;
+	}
+	if (c->otlp[0] && strncmp(c->otlp, "http://", 7) && strncmp(c->otlp, "https://", 8)) {
+		set_err(err, errlen, "--otlp: not an http:// or https:// URL (OTLP/HTTP): '%.300s'",
+			c->otlp);
 		return -1;
 	}
 	if (c->match[0]) {

@@ -1,0 +1,77 @@
+/* sink.h - where `pyperf-bpf daemon` puts the profiles of an interval.
+ *
+ * One small interface, one file per sink:
+ *   sink_dir.c        --dir: a file per process, APP-PID-TIME.pb.gz (gzipped
+ *                     pprof), written whole and renamed, pruned to --keep
+ *                     files and --keep-bytes;
+ *   sink_pyroscope.c  --push URL: a pprof per process to Pyroscope's /ingest,
+ *                     through a spool (spool.c);
+ *   sink_otlp.c       --otlp URL: one OTLP profiles Export request per
+ *                     interval holding every process (out_otlp.c), gzipped,
+ *                     to an OTLP/HTTP receiver, through a spool of its own.
+ * A failure is logged (dlog.c): a lost profile never stops the daemon. */
+#ifndef PYPERF_SINK_H
+#define PYPERF_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon_config.h"
+#include "profile.h"
+#include "spool.h"
+
+/* one process image with samples in the interval */
+struct sink_image {
+	int pid;
+	uint32_t gen;
+	const char *app;             /* its application name (daemon_select.c) */
+	char *pprof;                 /* its gzipped pprof, rendered on first use */
+	size_t pprof_len;
+	int pprof_errno;             /* not 0: rendering it failed */
+};
+
+/* what an interval hands every sink */
+struct sink_interval {
+	struct profile *prof;
+	const struct daemon_cfg *cfg;
+	const char *host;
+	uint64_t from_ns, end_ns;    /* wall clock */
+	double secs;
+	struct sink_image *img;      /* sorted by pid, gen */
+	size_t nimg;
+	/* service name of an image, for the OTLP sink (daemon.c's select_app) */
+	const char *(*app_of)(void *ctx, int pid, uint32_t gen);
+	void *app_ctx;
+	uint64_t bytes;              /* what the sinks rendered, for --stats */
+};
+
+/* img's gzipped pprof, rendered once for all sinks; NULL (errno set) if it
+ * could not be */
+const char *sink_pprof(struct sink_interval *iv, struct sink_image *img, size_t *len);
+
+struct sink;
+
+struct sink_ops {
+	const char *name;
+	/* take the interval's profiles */
+	void (*put)(struct sink *s, struct sink_interval *iv);
+	/* new settings (SIGHUP): what can change without a restart */
+	void (*configure)(struct sink *s, const struct daemon_cfg *cfg);
+	/* add its spool's figures (NULL: it has none) */
+	void (*stats)(struct sink *s, struct spool_stats *st);
+	/* stop: a last try to send, then free it; returns how many profiles
+	 * stay behind for the next start */
+	size_t (*close)(struct sink *s);
+};
+
+struct sink {
+	const struct sink_ops *ops;
+};
+
+/* The sinks cfg asks for, each NULL when not asked for, or with a message in
+ * err when it cannot start (then the daemon does not either). */
+struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen);
+struct sink *sink_pyroscope_open(const struct daemon_cfg *cfg, char *err, size_t errlen);
+struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errlen);
+
+#endif
