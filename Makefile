@@ -107,9 +107,9 @@ FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,
 FUZZ_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/fuzz/%,$(USER_OBJS))
 FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
 FUZZ_REPLAYS := $(patsubst %,$(BUILD)/san/fuzz/replay_%,$(FUZZ_NAMES))
-# objects named only by pattern rules would count as intermediate and be
-# deleted after each build
-.SECONDARY: $(FUZZ_OBJS) $(FUZZ_BINS) $(SAN_OBJS)
+# objects and generated sources named only by pattern rules would count as
+# intermediate and be deleted after each build
+.SECONDARY: $(FUZZ_OBJS) $(FUZZ_BINS) $(SAN_OBJS) $(PROTO_HDRS) $(PROTO_HDRS:.h=.c)
 
 $(BUILD)/fuzz/user/output/%.pb-c.o: $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h
 	@mkdir -p $(dir $@)

@@ -6,12 +6,13 @@ files were deleted since it started, is read through the files it maps."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, FRAME_RE, names,
+from conftest import (PYPERF, SUPPORTED, UNSUPPORTED, WORKLOADS, FRAME_RE, names, otlp_decode,
                       parse_folded, python_id, record_workload, supported_pythons, py_leaf)
 from pprofread import pprof_raw
 
@@ -229,8 +230,11 @@ def test_a_container_process_carries_its_container_and_inner_pid(tmp_path):
     """A CPython that is pid 1 of its own pid namespace in a cgroup named as
     docker's cgroupfs driver names it (/docker/ID, made here in the v1 pids
     hierarchy): dump shows the container and the inner pid, pprof labels
-    each sample container_id and container_pid.  The parsing of every
-    engine's spelling is the unit test's (test_container.c); one Python."""
+    each sample container_id and container_pid, OTLP has them as resource
+    attributes; beside a host process, `--containers` groups the report and
+    the folded stacks by container, and `daemon --container ID` profiles only
+    the container's process.  The parsing of every engine's spelling is the
+    unit test's (test_container.c); one Python."""
     cg = f"/sys/fs/cgroup/pids/docker/{CONTAINER_ID}"
     try:
         os.makedirs(cg)
@@ -259,6 +263,40 @@ def test_a_container_process_carries_its_container_and_inner_pid(tmp_path):
                                labels.get("container_pid") == "1" and
                                labels.get("pid") == str(pid) for _, _, labels in samples), \
             samples[:2]
+        # beside a process on the host: --containers groups them, OTLP
+        # carries the container as resource attributes
+        host = subprocess.Popen([SUPPORTED[-1][0], os.path.join(WORKLOADS, "split.py"), "20",
+                                 str(tmp_path / "h.json")], stdout=subprocess.PIPE, text=True)
+        _wait_ready(host)
+        outs = [tmp_path / n for n in ("r.txt", "c.folded", "c.otlp")]
+        r = subprocess.run([PYPERF, "-p", str(pid), "-p", str(host.pid), "-d", "1", "--containers"] +
+                           [a for o in outs for a in ("-o", str(o))],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        report = outs[0].read_text()
+        short = CONTAINER_ID[:12]
+        assert re.search(rf"^  {pid} .*\(Python [\d.]+; docker {short}, pid 1 in it\)", report, re.M), report
+        assert re.search(rf"^  docker {short}: \d+ samples \([\d.]+%\), 1 processes: {pid} \(1 in it\)$",
+                         report, re.M), report
+        assert re.search(rf"^  host: \d+ samples \([\d.]+%\), 1 processes: {host.pid}$", report, re.M), report
+        roots = {line.split(";")[0] for line in outs[1].read_text().splitlines()}
+        assert roots == {f"container docker {short}", "host"}, roots
+        res = {r["attrs"]["process.pid"]: r["attrs"] for r in otlp_decode(outs[2])["resources"]}
+        assert res[pid]["container.id"] == CONTAINER_ID and res[pid]["pyperf.container.pid"] == 1
+        assert "container.id" not in res[host.pid]
+        # the daemon keeps the processes of the container it is told
+        dd = tmp_path / "d"
+        dmn = subprocess.Popen([PYPERF, "daemon", "-F", "49", "-i", "1", "--dir", str(dd),
+                                "--container", short[:8]], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        dmn.send_signal(signal.SIGTERM)
+        _, err = dmn.communicate(timeout=60)
+        assert dmn.returncode == 0, err
+        pids = {int(re.match(r".*-(\d+)-\d{8}T", f).group(1)) for f in os.listdir(dd)}
+        assert pids == {pid}, (pids, os.listdir(dd))
+        host.kill()
+        host.wait()
     finally:
         if pid:
             os.kill(pid, 9)  # a namespace's init ignores SIGTERM

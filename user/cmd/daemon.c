@@ -32,6 +32,9 @@ static void usage(void)
 	       "  -i, --interval SECONDS   one profile per process per interval (default 60)\n"
 	       "      --match REGEX        only processes whose name or command line matches\n"
 	       "      --cgroup PATH        only processes in this cgroup (v2) or below it\n"
+	       "      --container ID       only processes in this container: its id (or its\n"
+	       "                           first digits), pod UID or engine (docker, podman,\n"
+	       "                           containerd, cri-o, kubernetes), any, or none\n"
 	       "      --dir DIR            write APP-PID-TIME.pb.gz files here\n"
 	       "      --keep N             keep at most N files in DIR (default 1440)\n"
 	       "      --keep-bytes SIZE    and at most SIZE bytes (default 1G)\n"
@@ -65,6 +68,7 @@ static int parse_args(struct daemon_args *d, int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "match", required_argument, NULL, 0 },
 		{ "cgroup", required_argument, NULL, 0 },
+		{ "container", required_argument, NULL, 0 },
 		{ "dir", required_argument, NULL, 0 },
 		{ "keep", required_argument, NULL, 0 },
 		{ "keep-bytes", required_argument, NULL, 0 },

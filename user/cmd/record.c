@@ -70,6 +70,7 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 	c.prof = prof;
 	c.lines = !r->o->no_lines;
 	c.threads = r->o->threads;
+	c.containers = r->o->containers;
 	/* one process: no process frames; whole-host mode, several -p, or a
 	 * command or -p process that started children: one root frame each */
 	c.proc_frames = (!r->o->s.cmd && r->o->s.npids != 1) || profile_nprocs_seen(prof) > 1;
@@ -164,6 +165,9 @@ static void usage(FILE *f)
 		"                           .pb.gz, .pprof, .speedscope.json, .otlp), else report\n"
 		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
+		"      --containers         group by container: a root frame per container\n"
+		"                           (\"container ENGINE ID\" or \"host\"), and in the\n"
+		"                           report each container's share and processes\n"
 		"      --subprocesses       with -p: the processes under each running\n"
 		"                           already, too (those a profiled process starts\n"
 		"                           are always followed)\n"
@@ -181,7 +185,7 @@ static void usage(FILE *f)
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
        OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
-       OPT_SUBPROCESSES };
+       OPT_SUBPROCESSES, OPT_CONTAINERS };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -196,6 +200,7 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "threads", no_argument, NULL, OPT_THREADS },
+	{ "containers", no_argument, NULL, OPT_CONTAINERS },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "function", no_argument, NULL, OPT_NO_LINES }, /* py-spy's name for it */
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
@@ -273,6 +278,9 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_THREADS:
 			o->threads = true;
+			break;
+		case OPT_CONTAINERS:
+			o->containers = true;
 			break;
 		case OPT_NO_LINES:
 			o->no_lines = true;

@@ -18,6 +18,7 @@ struct record_opts {
 	} outputs[RECORD_MAX_OUTPUTS]; /* -o, repeatable; none given: one, stdout */
 	size_t noutputs;
 	bool threads, no_lines;
+	bool containers;             /* --containers */
 	bool icicle;                 /* --icicle (svg) */
 	size_t top;                  /* rows per report table (and top's view) */
 };

@@ -60,6 +60,7 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 		return set_str(c->field, sizeof(c->field), v, key, err, errlen)
 	STR("match", match);
 	STR("cgroup", cgroup);
+	STR("container", container);
 	STR("dir", dir);
 	STR("push", push);
 	STR("otlp", otlp);

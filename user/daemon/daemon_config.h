@@ -19,6 +19,7 @@ struct daemon_cfg {
 	double interval;
 	char match[512];             /* POSIX extended regex; "" all */
 	char cgroup[512];            /* cgroup v2 path; "" all */
+	char container[80];          /* container id (prefix), pod, engine, any, none; "" all */
 	char dir[1024];              /* pprof files; "" none */
 	long keep;
 	uint64_t keep_bytes;

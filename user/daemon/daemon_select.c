@@ -1,5 +1,6 @@
 /* daemon_select.c - see daemon_select.h. */
 #include "daemon_select.h"
+#include "container.h"
 #include "pyproc.h"
 
 #include <ctype.h>
@@ -138,6 +139,22 @@ static void app_name(const struct daemon_select *s, int pid, char *out, size_t l
 	select_clean(out);
 }
 
+bool select_container_matches(int pid, const char *want)
+{
+	struct container c;
+	bool in = container_of_pid(pid, &c);
+
+	if (!strcmp(want, "none"))
+		return !in;
+	if (!in)
+		return false;
+	if (!strcmp(want, "any") || !strcmp(want, c.engine))
+		return true;
+	/* an id, or its first digits as `docker ps` shows them, or a pod UID */
+	return (strlen(want) >= 4 && !strncmp(c.id, want, strlen(want))) ||
+	       (c.pod[0] && !strcmp(c.pod, want));
+}
+
 bool select_want(struct daemon_select *s, int pid, uint32_t gen)
 {
 	struct app_key k = { pid, gen };
@@ -150,6 +167,8 @@ bool select_want(struct daemon_select *s, int pid, uint32_t gen)
 			return false;
 	}
 	if (s->cfg->cgroup[0] && !in_cgroup(pid, s->cfg->cgroup))
+		return false;
+	if (s->cfg->container[0] && !select_container_matches(pid, s->cfg->container))
 		return false;
 	name = calloc(1, APP_LEN);
 	if (!name || hmap_put(&s->apps, &k, sizeof(k), name)) {

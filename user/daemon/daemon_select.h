@@ -24,6 +24,10 @@ struct daemon_select {
 void select_configure(struct daemon_select *s, const struct daemon_cfg *cfg);
 void select_free(struct daemon_select *s);
 /* Is pid, image gen, to be profiled?  If so its application name is noted. */
+/* Is pid's container the one --container names: an id or its first 4+
+ * hex digits, a Kubernetes pod UID, an engine (docker, podman, containerd,
+ * cri-o, kubernetes), "any" (in a container) or "none" (on the host)? */
+bool select_container_matches(int pid, const char *want);
 bool select_want(struct daemon_select *s, int pid, uint32_t gen);
 /* The application name of pid's image gen ("python" if none was noted). */
 const char *select_app(const struct daemon_select *s, int pid, uint32_t gen);

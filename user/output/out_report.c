@@ -89,6 +89,63 @@ static int by_samples(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* --containers: samples per container (the host's processes as "host"),
+ * most first, each with its processes; procs is sorted by samples */
+static void print_containers(FILE *f, const struct out_ctx *c, const struct pproc **procs,
+			     size_t n, double per, const char *unit)
+{
+	bool *done = calloc(n + 1, sizeof(*done));
+	uint64_t all = 0;
+
+	if (!done)
+		return;
+	for (size_t i = 0; i < n; i++)
+		all += procs[i]->samples;
+	fprintf(f, "Containers:\n");
+	for (;;) {
+		const struct pproc *best = NULL;
+		uint64_t most = 0, sum;
+		size_t nprocs;
+
+		/* the container with the most samples not printed yet */
+		for (size_t i = 0; i < n; i++) {
+			if (done[i])
+				continue;
+			sum = 0;
+			for (size_t j = i; j < n; j++)
+				if (!done[j] && !strcmp(procs[j]->ctr.id, procs[i]->ctr.id))
+					sum += procs[j]->samples;
+			if (!best || sum > most) {
+				best = procs[i];
+				most = sum;
+			}
+		}
+		if (!best)
+			break;
+		nprocs = 0;
+		for (size_t i = 0; i < n; i++)
+			nprocs += !done[i] && !strcmp(procs[i]->ctr.id, best->ctr.id);
+		if (best->ctr.id[0])
+			fprintf(f, "  %s %.12s%s%s", best->ctr.engine, best->ctr.id,
+				best->ctr.pod[0] ? " pod " : "", best->ctr.pod);
+		else
+			fprintf(f, "  host");
+		fprintf(f, c->mode == MODE_CPU ? ": %.0f %s (%.1f%%), %zu processes:"
+					       : ": %.2f %s (%.1f%%), %zu processes:", most * per, unit,
+			all ? 100.0 * most / all : 0.0, nprocs);
+		for (size_t i = 0; i < n; i++)
+			if (!done[i] && !strcmp(procs[i]->ctr.id, best->ctr.id)) {
+				done[i] = true;
+				if (procs[i]->ns_pid && procs[i]->ns_pid != procs[i]->pid)
+					fprintf(f, " %d (%d in it)", procs[i]->pid, procs[i]->ns_pid);
+				else
+					fprintf(f, " %d", procs[i]->pid);
+			}
+		fputc('\n', f);
+	}
+	free(done);
+}
+
 /* shown: the samples (or ns) the report counts (c->pid's alone when set),
  * off: of those, off the CPU; native_only: samples of threads that ran no
  * Python frame, in the profile with their native and kernel stacks; heap:
@@ -145,11 +202,20 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 			procs[n++] = s->val;
 	if (procs)
 		qsort(procs, n, sizeof(*procs), by_samples);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, c->mode == MODE_CPU ? "  %d %s (Python %d.%d): %.0f %s\n"
-						: "  %d %s (Python %d.%d): %.2f %s\n", procs[i]->pid,
+	for (size_t i = 0; i < n; i++) {
+		char where[128] = "";
+
+		/* a container's process: where, and its own pid there */
+		if (procs[i]->ctr.id[0])
+			snprintf(where, sizeof(where), "; %s %.12s, pid %d in it",
+				 procs[i]->ctr.engine, procs[i]->ctr.id, procs[i]->ns_pid);
+		fprintf(f, c->mode == MODE_CPU ? "  %d %s (Python %d.%d%s): %.0f %s\n"
+						: "  %d %s (Python %d.%d%s): %.2f %s\n", procs[i]->pid,
 			profile_proc_label(procs[i]), procs[i]->py_major, procs[i]->py_minor,
-			procs[i]->samples * per, unit);
+			where, procs[i]->samples * per, unit);
+	}
+	if (c->containers)
+		print_containers(f, c, procs, n, per, unit);
 	free(procs);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "

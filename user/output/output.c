@@ -24,6 +24,14 @@ void out_frame_label(struct sbuf *b, const struct pframe *f, bool lines)
 
 void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psample *s)
 {
+	if (c->containers) {
+		const struct pproc *pp = hmap_get(&c->prof->procs, &s->stack->pid, sizeof(int));
+
+		if (pp && pp->ctr.id[0])
+			sb_printf(b, "container %s %.12s;", pp->ctr.engine, pp->ctr.id);
+		else
+			sb_puts(b, "host;");
+	}
 	if (c->proc_frames) {
 		const struct pproc *pp = hmap_get(&c->prof->procs, &s->stack->pid, sizeof(int));
 

@@ -16,6 +16,8 @@ struct out_ctx {
 	bool lines;                  /* Python frames by line (else by function) */
 	bool threads;                /* a root frame per thread */
 	bool proc_frames;            /* a root frame per process */
+	bool containers;             /* a root frame per container (or "host"), and
+				      * the report's table of containers */
 	double duration_s;
 	int freq;
 	enum pyperf_mode mode;       /* what a count is (mode.h): a sample, ns or a byte */
