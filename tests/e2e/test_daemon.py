@@ -130,6 +130,40 @@ def test_dir_sink_sigterm_flush_and_totals(tmp_path):
     assert labels.get("pid") == str(w.pid), labels
 
 
+def test_dir_group_reads_the_profiles(tmp_path):
+    """--group: the directory (even one that was there) 0750 and the
+    profiles 0640, both of that group, so its members read them."""
+    import grp
+    group = "pyperf-readers"
+    try:
+        grp.getgrnam(group)
+    except KeyError:
+        r = subprocess.run(["groupadd", "--system", group], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    gid = grp.getgrnam(group).gr_gid
+    out = tmp_path / "profiles"
+    out.mkdir(mode=0o755)
+    d = Daemon(["-F", "49", "-i", "1", "--dir", str(out), "--group", group, "--python-only"],
+               tmp_path)
+    w = workload(tmp_path, 30)
+    try:
+        assert d.wait_log("stats:", timeout=30, count=2), d.text()
+        rc, err = d.stop()
+        assert rc == 0, err + d.text()
+    finally:
+        w.kill()
+        w.wait()
+    files = os.listdir(out)
+    assert files
+    st = os.stat(out)
+    assert stat.S_IMODE(st.st_mode) == 0o750 and st.st_gid == gid
+    assert {(stat.S_IMODE(os.stat(out / f).st_mode), os.stat(out / f).st_gid) for f in files} == \
+        {(0o640, gid)}
+    r = subprocess.run([PYPERF, "daemon", "--dir", str(out), "--group", "no-such-group-x"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "no such group" in r.stderr, r.stderr
+
+
 def test_dir_retention_by_count(tmp_path):
     out = tmp_path / "profiles"
     d = Daemon(["-F", "49", "-i", "1", "--dir", str(out), "--keep", "2", "--python-only"], tmp_path)

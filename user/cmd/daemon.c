@@ -35,7 +35,9 @@ static void usage(void)
 	       "      --container ID       only processes in this container: its id (or its\n"
 	       "                           first digits), pod UID or engine (docker, podman,\n"
 	       "                           containerd, cri-o, kubernetes), any, or none\n"
-	       "      --dir DIR            write APP-PID-TIME.pb.gz files here\n"
+	       "      --dir DIR            write APP-PID-TIME.pb.gz files here (a directory\n"
+	       "                           made 0700, files 0600: root's only)\n"
+	       "      --group GROUP        DIR and its files belong to GROUP, 0750 and 0640\n"
 	       "      --keep N             keep at most N files in DIR (default 1440)\n"
 	       "      --keep-bytes SIZE    and at most SIZE bytes (default 1G)\n"
 	       "      --push URL           send to this server's /ingest (Pyroscope API)\n"
@@ -70,6 +72,7 @@ static int parse_args(struct daemon_args *d, int argc, char **argv)
 		{ "cgroup", required_argument, NULL, 0 },
 		{ "container", required_argument, NULL, 0 },
 		{ "dir", required_argument, NULL, 0 },
+		{ "group", required_argument, NULL, 0 },
 		{ "keep", required_argument, NULL, 0 },
 		{ "keep-bytes", required_argument, NULL, 0 },
 		{ "push", required_argument, NULL, 0 },

@@ -62,6 +62,7 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 	STR("cgroup", cgroup);
 	STR("container", container);
 	STR("dir", dir);
+	STR("group", group);
 	STR("push", push);
 	STR("otlp", otlp);
 	STR("spool", spool);

@@ -21,6 +21,7 @@ struct daemon_cfg {
 	char cgroup[512];            /* cgroup v2 path; "" all */
 	char container[80];          /* container id (prefix), pod, engine, any, none; "" all */
 	char dir[1024];              /* pprof files; "" none */
+	char group[64];              /* their group (0750/0640); "" root's only (0700/0600) */
 	long keep;
 	uint64_t keep_bytes;
 	char push[1024];             /* Pyroscope server URL; "" none */

@@ -1,5 +1,9 @@
 /* sink_dir.c - --dir: one APP-PID-TIME.pb.gz file per process and interval,
- * pruned to --keep files and --keep-bytes (see sink.h). */
+ * pruned to --keep files and --keep-bytes (see sink.h).  The profiles hold
+ * every process's stacks, file paths and command lines, which /proc shows
+ * only to their owners: the directory is 0700 and the files 0600, or with
+ * --group GROUP 0750 and 0640, owned by that group (readers of profiles
+ * join it). */
 #include "sink.h"
 #include "errmsg.h"
 #include "dlog.h"
@@ -7,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static void write_one(const char *dirpath, const char *app, int pid, uint64_t end_ns,
-		    const char *data, size_t len)
+static void write_one(const char *dirpath, gid_t gid, const char *app, int pid,
+		      uint64_t end_ns, const char *data, size_t len)
 {
 	char path[2048], stamp[32], err[512];
 	time_t t = (time_t)(end_ns / 1000000000ull);
@@ -29,9 +34,10 @@ static void write_one(const char *dirpath, const char *app, int pid, uint64_t en
 	for (int i = 2; access(path, F_OK) == 0 && i < 100; i++) /* two images of one pid */
 		snprintf(path, sizeof(path), "%s/%s-%d-%s.%03lluZ-%d.pb.gz", dirpath, app, pid,
 			 stamp, (unsigned long long)(end_ns / 1000000 % 1000), i);
-	/* stacks, file paths and command lines of every process: root's only,
-	 * as /proc keeps them (the spool is 0600 too) */
-	if (outfile_open_mode(&o, path, 0600, err, sizeof(err)) == 0) {
+	if (outfile_open_mode(&o, path, gid == (gid_t)-1 ? 0600 : 0640, err, sizeof(err)) == 0) {
+		if (gid != (gid_t)-1 && fchown(fileno(o.f), (uid_t)-1, gid))
+			dlog(DLOG_WARN, "cannot give %s to group %u: %s", path, (unsigned)gid,
+			     strerror(errno));
 		if (fwrite(data, 1, len, o.f) == len && outfile_commit(&o, err, sizeof(err)) == 0)
 			return;
 		if (o.f)
@@ -108,6 +114,7 @@ static void prune(const char *dirpath, long keep, uint64_t keep_bytes)
 struct dir_sink {
 	struct sink base;
 	char dir[1024];
+	gid_t gid;                   /* --group's, or -1 */
 	long keep;
 	uint64_t keep_bytes;
 };
@@ -121,7 +128,8 @@ static void dir_put(struct sink *s, struct sink_interval *iv)
 		const char *data = sink_pprof(iv, &iv->img[i], &len);
 
 		if (data)
-			write_one(d->dir, iv->img[i].app, iv->img[i].pid, iv->end_ns, data, len);
+			write_one(d->dir, d->gid, iv->img[i].app, iv->img[i].pid, iv->end_ns, data,
+				  len);
 	}
 	prune(d->dir, d->keep, d->keep_bytes);
 }
@@ -146,14 +154,29 @@ static const struct sink_ops dir_ops = {
 
 struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
 {
+	gid_t gid = (gid_t)-1;
 	struct dir_sink *d;
 
 	err[0] = 0;
 	if (!cfg->dir[0])
 		return NULL;
-	/* stacks, file paths and command lines of every process: root's only */
-	if (mkdir(cfg->dir, 0700) && errno != EEXIST) {
+	if (cfg->group[0]) {
+		struct group *g = getgrnam(cfg->group);
+
+		if (!g) {
+			set_err(err, errlen, "--group %s: no such group", cfg->group);
+			return NULL;
+		}
+		gid = g->gr_gid;
+	}
+	if (mkdir(cfg->dir, gid == (gid_t)-1 ? 0700 : 0750) && errno != EEXIST) {
 		set_err(err, errlen, "--dir %s: %s", cfg->dir, strerror(errno));
+		return NULL;
+	}
+	/* a directory that was there: its group and mode as --group says */
+	if (gid != (gid_t)-1 && (chown(cfg->dir, (uid_t)-1, gid) || chmod(cfg->dir, 0750))) {
+		set_err(err, errlen, "--dir %s: cannot give it to group %s: %s", cfg->dir,
+			cfg->group, strerror(errno));
 		return NULL;
 	}
 	if (!(d = calloc(1, sizeof(*d)))) {
@@ -161,6 +184,7 @@ struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errle
 		return NULL;
 	}
 	d->base.ops = &dir_ops;
+	d->gid = gid;
 	snprintf(d->dir, sizeof(d->dir), "%s", cfg->dir);
 	dir_configure(&d->base, cfg);
 	return &d->base;
