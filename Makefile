@@ -30,7 +30,7 @@ SAN_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/san/%,$(USER_OBJS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/%,$(wildcard tests/unit/test_*.c))
 UNIT_TOOLS := $(BUILD)/tests/linetable_check $(BUILD)/tests/debug_offsets_check
 
-.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak
+.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak deb
 all: pyperf-bpf
 
 $(BUILD)/vmlinux.h:
@@ -159,6 +159,11 @@ bench: pyperf-bpf
 
 install: pyperf-bpf
 	install -D -m 0755 pyperf-bpf $(DESTDIR)$(PREFIX)/bin/pyperf-bpf
+
+# build/pyperf-bpf_VERSION_ARCH.deb: the binary, its man page, the systemd
+# unit and its config (scripts/mkdeb)
+deb: pyperf-bpf
+	scripts/mkdeb
 
 clean:
 	rm -rf $(BUILD) pyperf-bpf
