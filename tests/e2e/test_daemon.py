@@ -8,6 +8,7 @@ import hashlib
 import http.server
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -162,6 +163,73 @@ def test_dir_group_reads_the_profiles(tmp_path):
     r = subprocess.run([PYPERF, "daemon", "--dir", str(out), "--group", "no-such-group-x"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "no such group" in r.stderr, r.stderr
+
+
+def test_binaries_no_process_maps_are_let_go(tmp_path):
+    """A daemon that sees new binaries all the time (upgrades, fresh copies)
+    must not keep them: once no process maps a binary for the idle time
+    (PYPERF_IDLE_CLOSE_S, 2 s here; 30 s by default) its file is closed and
+    its symbols dropped.  Three fresh copies of an interpreter run one after
+    the other: each is open while it runs and none is after."""
+    py = [p for p in SUPPORTED if "/.pyenv/" in p[0]]
+    assert py, "no pyenv CPython"
+    exe = os.path.realpath(py[-1][0])
+    prefix = os.path.dirname(os.path.dirname(exe))
+    env = dict(os.environ, PYTHONHOME=prefix, LD_LIBRARY_PATH=os.path.join(prefix, "lib"))
+    log = tmp_path / "daemon.log"
+    d = subprocess.Popen([PYPERF, "daemon", "-F", "49", "-i", "1", "--dir", str(tmp_path / "d"),
+                          "--log", str(log)], env=dict(os.environ, PYPERF_IDLE_CLOSE_S="2"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def open_copies():
+        out = set()
+        for fd in os.listdir(f"/proc/{d.pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{d.pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(str(tmp_path / "py")):
+                out.add(target)
+        return out
+
+    seen = set()
+    try:
+        end = time.monotonic() + 30
+        while "profiling CPython" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < end and d.poll() is None, log.read_text()
+            time.sleep(0.1)
+        for i in range(3):
+            copy = tmp_path / f"py{i}"
+            shutil.copy(exe, copy)
+            w = subprocess.Popen([str(copy), os.path.join(WORKLOADS, "split.py"), "3",
+                                  str(tmp_path / f"t{i}.json")], stdout=subprocess.PIPE,
+                                 text=True, env=env)
+            assert w.stdout.readline().strip() == "ready"
+            end = time.monotonic() + 10
+            while str(copy) not in open_copies() and time.monotonic() < end:
+                time.sleep(0.2)
+            seen |= open_copies()
+            assert w.wait(timeout=30) == 0
+        end = time.monotonic() + 20
+        while open_copies() and time.monotonic() < end:
+            time.sleep(0.5)
+        left = open_copies()
+        # a binary let go is opened again when a process maps it again, and
+        # its frames are named
+        again = subprocess.Popen([str(tmp_path / "py0"), os.path.join(WORKLOADS, "split.py"), "3",
+                                  str(tmp_path / "t.json")], stdout=subprocess.PIPE, text=True,
+                                 env=env)
+        assert again.stdout.readline().strip() == "ready"
+        assert again.wait(timeout=30) == 0
+        time.sleep(1.5)
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.communicate(timeout=60)
+    assert seen == {str(tmp_path / f"py{i}") for i in range(3)}, seen
+    assert not left, left
+    files = [f for f in os.listdir(tmp_path / "d") if f"-{again.pid}-" in f]
+    funcs = {f for name in files for _, fr, _ in pprof_raw(str(tmp_path / "d" / name)) for f in fr}
+    assert {"leaf_a", "main"} <= funcs, (files, sorted(funcs)[:50])
 
 
 def test_dir_retention_by_count(tmp_path):

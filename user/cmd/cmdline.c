@@ -79,6 +79,7 @@ int cmdline_env(struct session_opts *o)
 		o->unwind_bytes = e.unwind_bytes;
 	o->offcpu_slots = e.offcpu_slots;
 	o->no_stack_scan = e.no_stack_scan;
+	o->idle_close_s = e.idle_close_s;
 	o->debuginfo_path = e.debuginfo_path;
 	o->vmlinux_btf = e.vmlinux_btf;
 	return 0;

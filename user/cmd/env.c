@@ -51,6 +51,10 @@ int env_read(struct env *e, char *err, size_t errlen)
 	if ((r = number("PYPERF_STACK_SCAN", 0, 1, &v, err, errlen)) < 0)
 		return -1;
 	e->no_stack_scan = r && !v;
+	if ((r = number("PYPERF_IDLE_CLOSE_S", 1, 86400, &v, err, errlen)) < 0)
+		return -1;
+	if (r)
+		e->idle_close_s = (unsigned)v;
 	e->debuginfo_path = getenv("PYPERF_DEBUGINFO_PATH");
 	e->vmlinux_btf = getenv("PYPERF_VMLINUX_BTF");
 	if (e->vmlinux_btf && !*e->vmlinux_btf)

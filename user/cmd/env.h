@@ -20,6 +20,8 @@ struct env {
 				      * (NULL: /sys/kernel/btf/vmlinux) */
 	bool no_stack_scan;          /* PYPERF_STACK_SCAN=0: code without CFI is left by
 				      * frame pointers only (for make bench) */
+	unsigned idle_close_s;       /* PYPERF_IDLE_CLOSE_S: a binary no process maps is
+				      * let go after this long (0: the default, 30 s), for tests */
 };
 
 /* Fill *e from the environment; 0, or -1 with a message naming the variable. */

@@ -3,7 +3,7 @@
  *
  * It is a whole-host sampling session (session.c) at a low rate, with hooks:
  *   want      a new CPython process was found: keep it if it matches --match
- *             (comm or command line) and --cgroup, and note its application
+ *             (comm or command line), --cgroup and --container, and note its application
  *             name (the target's $PYPERF_SERVICE, else its script or module;
  *             daemon_select.c);
  *   on_drain  every second; when an interval is over (or the daemon stops),
@@ -379,6 +379,7 @@ int daemon_run(const char *config_path, const struct daemon_setting *args, int n
 	o.counts_entries = env.counts_entries;
 	o.offcpu_slots = env.offcpu_slots;
 	o.no_stack_scan = env.no_stack_scan;
+	o.idle_close_s = env.idle_close_s;
 	o.debuginfo_path = env.debuginfo_path;
 	o.vmlinux_btf = env.vmlinux_btf;
 	dlog(DLOG_INFO, "profiling CPython processes (%s mode) at %d Hz, one profile per process "

@@ -59,6 +59,7 @@ struct nbin {
 	uint32_t table;              /* id: slot | tag << 16; TABLE_NONE: none yet */
 	uint8_t tstate;              /* enum table_state */
 	uint32_t nprocs;             /* processes mapping it now */
+	uint64_t idle_since_ns;      /* when nprocs became 0 (monotonic) */
 	uint64_t stamp;
 	uint64_t bytes, nrows;       /* while loaded */
 	uint64_t loaded_ns;
@@ -583,6 +584,7 @@ static void bin_unref(struct native *n, struct nbin *b)
 {
 	if (!b->nprocs || --b->nprocs)
 		return;
+	b->idle_since_ns = clock_mono_ns();
 	if (b->table != TABLE_NONE && b->table != TABLE_UNAVAILABLE) {
 		if (b->tstate == T_LOADED)
 			n->st.reclaimed++;
@@ -698,7 +700,31 @@ static struct nbin *new_bin(struct native *n, int fd, const char *path, const st
 			b->info.build_id[0] = 0;
 	}
 	n->st.binaries++;
+	n->st.open_files++;
 	return b;
+}
+
+void native_close_idle(struct native *n, uint64_t idle_ns)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (now - n->last_idle_check_ns < 1000000000ull)
+		return;
+	n->last_idle_check_ns = now;
+	hmap_for_each(&n->bins, e) {
+		struct nbin *b = e->val;
+
+		/* the vDSO's memfd is ours, never reopened: it stays */
+		if (b->nprocs || b->fd < 0 || !strcmp(b->path, "[vdso]") ||
+		    now - b->idle_since_ns < idle_ns || b->fetch == 1)
+			continue;
+		nsym_close(b->sym);
+		b->sym = NULL;
+		close(b->fd);
+		b->fd = -1;
+		n->st.closed++;
+		n->st.open_files--;
+	}
 }
 
 /* the binary mapped at m in pid, opened and tabled on first sight */
@@ -725,6 +751,12 @@ static struct nbin *file_bin(struct native *n, int pid, const struct proc_map *m
 	k.dev = st.st_dev;
 	k.ino = st.st_ino;
 	b = hmap_get(&n->bins, &k, sizeof(k));
+	if (b && b->fd < 0) { /* let go while idle: this is its file again */
+		b->fd = fd;
+		b->sym_failed = false;
+		n->st.open_files++;
+		return b;
+	}
 	if (b) {
 		close(fd);
 		return b;

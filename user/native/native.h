@@ -39,6 +39,9 @@ struct native_stats {
 	uint64_t failed;             /* binaries whose CFI could not be read */
 	uint64_t evicted;            /* tables dropped to make room (rebuilt if needed) */
 	uint64_t reclaimed;          /* tables dropped when no process mapped them */
+	uint64_t closed;             /* binaries whose file and symbols were let go,
+				      * idle (reopened if mapped again) */
+	uint64_t open_files;         /* binaries held open now */
 	uint64_t no_slot;            /* binaries given no table: all slots busy */
 	uint64_t build_ns;           /* time spent building tables (worker) */
 	uint64_t max_build_ns;       /* the slowest one */
@@ -82,6 +85,7 @@ struct native {
 	uint16_t tag[PYPERF_MAX_TABLES];      /* bumped at each reuse of a slot */
 	uint32_t next_slot;
 	uint64_t stamp;              /* marks binaries counted once per process */
+	uint64_t last_idle_check_ns; /* native_close_idle: at most once a second */
 	uint64_t t0;
 	struct native_worker *w;     /* threaded: the builder */
 	struct dbgfetch *fetch;      /* debuginfod (NULL: none): debug files for binaries
@@ -141,6 +145,13 @@ bool native_pc_mapped(const struct native *n, int pid, uint64_t pc);
 uint64_t native_stray_backoff_ns(struct native *n, int pid, uint64_t pc);
 /* pid exited or exec'ed: its mappings are gone (binaries stay, for names). */
 void native_proc_forget(struct native *n, int pid);
+/* Let go of the file and the symbols of every binary that no process has
+ * mapped for idle_ns: a long run (the daemon) that sees new binaries all the
+ * time (upgrades, fresh interpreters, extension modules) keeps neither fds
+ * nor libdw's tables of the old ones.  What was named stays named; a binary
+ * mapped again is reopened.  Cheap when nothing is idle: call it often. */
+#define NATIVE_IDLE_CLOSE_NS (30 * 1000000000ull)
+void native_close_idle(struct native *n, uint64_t idle_ns);
 
 /* The function at runtime address pc of pid, named (interned; lives as long
  * as n).  `leaf`: pc is where the thread was, else a return address (named

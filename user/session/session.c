@@ -754,6 +754,9 @@ static void run_loop(struct session *r, uint64_t start)
 				sampler_stats(r->s, st);
 				r->h->on_drain(r->h->ctx, &r->prof, st, (now - start) / 1e9, false);
 			}
+			if (r->nat_on) /* binaries no process maps any more */
+				native_close_idle(&r->nat, o->idle_close_s ? o->idle_close_s * 1000000000ull
+									   : NATIVE_IDLE_CLOSE_NS);
 			if (now >= next_prune) {
 				prune_pid_states(r);
 				if (o->cmd) /* orphans of the command's tree that exited */

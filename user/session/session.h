@@ -37,6 +37,7 @@ struct session_opts {
 	unsigned counts_entries;     /* PYPERF_COUNTS_ENTRIES: counts map size (tuning, tests) */
 	unsigned offcpu_slots;       /* PYPERF_OFFCPU_SLOTS: off-CPU thread table size (tests) */
 	bool no_stack_scan;          /* PYPERF_STACK_SCAN=0: no stack scan (make bench) */
+	unsigned idle_close_s;       /* binaries unmapped this long are let go (0: 30 s) */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 	const char *vmlinux_btf;     /* PYPERF_VMLINUX_BTF (see struct sampler_opts) */
 	unsigned drain_ms;           /* how often counts are moved to user space (0: 1000);
