@@ -137,6 +137,8 @@ static struct server {
 	pthread_mutex_t lock;
 	struct upload up[MAX_UPLOADS];
 	size_t n;
+	int refuse;                  /* answer this many requests 422, as a starting
+				      * Pyroscope does ("empty ring") */
 } srv = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* one request on c: "POST /ingest?QUERY HTTP/1.1", headers, body; 200 */
@@ -170,6 +172,13 @@ static void serve_one(int c)
 	if (sp && !strncmp(req, "POST /ingest?", 13))
 		snprintf(u.query, sizeof(u.query), "%.*s", (int)(sp - q - 1), q + 1);
 	pthread_mutex_lock(&srv.lock);
+	if (srv.refuse > 0) {
+		srv.refuse--;
+		pthread_mutex_unlock(&srv.lock);
+		(void)!write(c, "HTTP/1.1 422 Unprocessable Entity\r\nContent-Length: 0\r\n"
+			     "Connection: close\r\n\r\n", 75);
+		return;
+	}
 	if (srv.n < MAX_UPLOADS)
 		srv.up[srv.n++] = u;
 	pthread_mutex_unlock(&srv.lock);
@@ -199,6 +208,7 @@ static void server_start(void)
 
 	srv.n = 0;
 	srv.stop = 0;
+	srv.refuse = 0;
 	srv.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(srv.fd >= 0);
 	assert_int_equal(bind(srv.fd, (struct sockaddr *)&a, sizeof(a)), 0);
@@ -272,6 +282,38 @@ static void flip_byte(const char *path, off_t off)
 	c ^= 0x20;
 	assert_int_equal(pwrite(fd, &c, 1, off), 1);
 	close(fd);
+}
+
+/* A server that refuses a while (422 while it starts) gets the profile once
+ * it takes it: a refusal is tried again, with backoff, SPOOL_REFUSALS times. */
+static void test_refusals_of_a_starting_server_are_tried_again(void **state)
+{
+	char dir[] = "/tmp/pyperf-spool-XXXXXX", err[256] = "", url[64];
+	struct spool_stats st;
+	struct spool *s;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	server_start();
+	srv.refuse = 2;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
+	s = spool_open(dir, 1 << 20, SPOOL_PYROSCOPE, url, err, sizeof(err));
+	assert_non_null(s);
+	assert_int_equal(spool_add(s, "name=late", "body", 4, err, sizeof(err)), 0);
+	for (int i = 0; i < 200; i++) { /* 1 s, then 2 s of backoff */
+		spool_get_stats(s, &st);
+		if (st.sent)
+			break;
+		usleep(50000);
+	}
+	assert_int_equal(spool_close(s, 5), 0);
+	server_stop();
+	assert_int_equal(st.sent, 1);
+	assert_int_equal(st.dropped, 0);
+	assert_int_equal(st.failures, 2);
+	assert_int_equal(srv.n, 1);
+	assert_string_equal(srv.up[0].query, "name=late");
+	rmdir(dir);
 }
 
 static void test_corrupt_files_are_dropped_and_the_rest_sent_once(void **state)
@@ -368,6 +410,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_queue_in_order_full_and_restart),
 		cmocka_unit_test(test_unusable_directory_is_an_error),
+		cmocka_unit_test(test_refusals_of_a_starting_server_are_tried_again),
 		cmocka_unit_test(test_corrupt_files_are_dropped_and_the_rest_sent_once),
 	};
 

@@ -28,8 +28,9 @@ static void url_escape(const char *s, char *out, size_t len)
 	out[n] = 0;
 }
 
-/* The profile of [from_ns, end_ns) named APP{hostname=HOST,pid=PID,
- * service_name=APP}: with sampleRate=FREQ in cpu mode, with
+/* The profile of [from_ns, end_ns) named APP{hostname=HOST,pid=PID}
+ * (Pyroscope makes APP its service_name label, and refuses a profile that
+ * names that label twice): with sampleRate=FREQ in cpu mode, with
  * units=nanoseconds or bytes in the other modes (the values are the
  * quantity itself). */
 static void push_one(struct spool *sp, const struct sink_interval *iv, const struct sink_image *img,
@@ -38,8 +39,7 @@ static void push_one(struct spool *sp, const struct sink_interval *iv, const str
 	char name[512], ename[1600], query[2048], rate[64], err[512];
 	enum pyperf_mode mode = iv->cfg->mode;
 
-	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d,service_name=%s}", img->app, iv->host,
-		 img->pid, img->app);
+	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d}", img->app, iv->host, img->pid);
 	url_escape(name, ename, sizeof(ename));
 	if (mode == MODE_CPU)
 		snprintf(rate, sizeof(rate), "sampleRate=%d", iv->cfg->freq);

@@ -52,6 +52,8 @@ struct spool {
 	pthread_cond_t wake;
 	bool stopping;
 	double deadline;             /* when stopping: give up at this time */
+	uint64_t refused_seq;        /* the file the server refused last (uploader's) */
+	unsigned refusals;           /* and how many times in a row */
 	struct spool_stats st;
 };
 
@@ -435,8 +437,8 @@ static bool done(struct spool *s, bool idle)
  * and why it failed. */
 enum { UP_SENT, UP_RETRY, UP_REFUSED, UP_CORRUPT, UP_GONE };
 
-static int upload_one(struct spool *s, CURL *c, const char *url, const char *path,
-		      uint64_t *bytes, char *why, size_t whylen)
+static int upload_one(struct spool *s, CURL *c, const char *url, uint64_t seq,
+		      const char *path, uint64_t *bytes, char *why, size_t whylen)
 {
 	struct loaded f;
 	int r = load(path, &f, why, whylen);
@@ -447,6 +449,14 @@ static int upload_one(struct spool *s, CURL *c, const char *url, const char *pat
 
 		if (p == POST_SENT)
 			*bytes = f.body_len;
+		/* a refusal may pass (a server starting): the file stays for a
+		 * few tries, with the backoff of a failure */
+		if (p == POST_REFUSED) {
+			s->refusals = s->refused_seq == seq ? s->refusals + 1 : 1;
+			s->refused_seq = seq;
+			if (s->refusals < SPOOL_REFUSALS)
+				p = POST_RETRY;
+		}
 		r = p == POST_SENT ? UP_SENT : p == POST_REFUSED ? UP_REFUSED : UP_RETRY;
 	} else {
 		r = r == LOAD_GONE ? UP_GONE : r == LOAD_RETRY ? UP_RETRY :
@@ -488,7 +498,7 @@ static void *uploader(void *arg)
 		size_t n;
 		struct entry *v = list(s, &n);
 		char path[4400], why[256] = "", *url;
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, seq;
 		int r;
 
 		if (!n) {
@@ -502,12 +512,13 @@ static void *uploader(void *arg)
 			free(v);
 			break;
 		}
-		entry_path(s, v[0].seq, path, sizeof(path));
+		seq = v[0].seq;
+		entry_path(s, seq, path, sizeof(path));
 		free(v);
 		pthread_mutex_lock(&s->lock);
 		url = strdup(s->url);
 		pthread_mutex_unlock(&s->lock);
-		r = upload_one(s, c, url, path, &bytes, why, sizeof(why));
+		r = upload_one(s, c, url, seq, path, &bytes, why, sizeof(why));
 		if (r == UP_SENT && failing)
 			dlog(DLOG_INFO, "push to %s works again; %zu profiles were waiting", url, n);
 		if (r == UP_REFUSED)

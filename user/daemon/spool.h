@@ -25,8 +25,11 @@
  * CRC-32 and length zlib checks), else it is corrupt.
  *
  * A failure (no connection, timeout, 5xx, 408, 429) keeps the file and
- * waits 1, 2, 4 ... up to 60 s before trying again; any other answer means
- * the server will never take that profile: it is dropped and counted.  The
+ * waits 1, 2, 4 ... up to 60 s before trying again.  Any other 4xx is tried
+ * again the same way up to SPOOL_REFUSALS times in all (a server that is
+ * starting answers so: Pyroscope's 422 "empty ring" before its ring has an
+ * ingester), then the server will never take that profile: it is dropped
+ * and counted.  The
  * spool holds at most max_bytes: adding beyond that drops the oldest files,
  * counted and logged.  Order is kept: nothing newer is sent before an older
  * file has gone.  Delivery is at least once: see the note on duplicates in
@@ -52,6 +55,8 @@ struct spool_stats {
  * of a gzipped protobuf Export request, QUERY being only a description
  * ("otlp=..."). */
 enum spool_proto { SPOOL_PYROSCOPE, SPOOL_OTLP_HTTP };
+
+#define SPOOL_REFUSALS 6 /* answers of 4xx to one file before it is dropped */
 
 /* Create (if needed) dir and start the uploader; NULL with a message. */
 struct spool *spool_open(const char *dir, uint64_t max_bytes, enum spool_proto proto,
