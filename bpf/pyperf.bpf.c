@@ -353,16 +353,22 @@ static __always_inline void send_event(__u32 kind, __u32 pid)
 }
 
 /* A process we cannot sample yet: ask the loader, at most every 50 ms (the
- * loader may push retry_after further out for processes that are not Python). */
-static __always_inline void announce_unknown(__u32 tgid)
+ * loader may push retry_after further out for processes that are not Python).
+ * weight: what this event would have counted (a CPU sample's), kept in the
+ * process's skip entry. */
+static __always_inline void announce_unknown(__u32 tgid, __u64 weight)
 {
 	struct skip_info *s = bpf_map_lookup_elem(&skip, &tgid);
 	__u64 now = bpf_ktime_get_ns();
-	struct skip_info next = { .retry_after_ns = now + NEW_PID_RETRY_NS };
+	struct skip_info next = { .retry_after_ns = now + NEW_PID_RETRY_NS, .weight = weight };
 	struct ev_header ev = { .kind = EV_NEW_PID, .pid = tgid };
 
+	if (s && weight)
+		__sync_fetch_and_add(&s->weight, weight);
 	if (s && now < s->retry_after_ns)
 		return;
+	if (s)
+		next.weight = s->weight;
 	bpf_map_update_elem(&skip, &tgid, &next, BPF_ANY);
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0)
 		stat_inc(STAT_NEW_PID_EVENTS);
@@ -637,7 +643,7 @@ static __always_inline bool sample_current(void *ctx, struct pt_regs *regs, __u6
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p) {
 		if (bpf_get_current_task_btf()->mm) /* kernel threads are never Python */
-			announce_unknown(tgid);
+			announce_unknown(tgid, weight);
 		return false;
 	}
 	stat_inc(STAT_SAMPLES);
@@ -670,7 +676,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		/* --mode alloc: the clock only finds new processes, whose
 		 * allocator is probed once the loader knows them */
 		if (!bpf_map_lookup_elem(&procs, &tgid) && bpf_get_current_task_btf()->mm)
-			announce_unknown(tgid);
+			announce_unknown(tgid, 0);
 		return 0;
 	}
 	if (fault_every && !fault_walked(ctx->addr))
@@ -1028,7 +1034,7 @@ static __always_inline void block_starts(void *ctx)
 			if (t)
 				t->epoch = 0;
 			if (is_profiled(tgid) && bpf_get_current_task_btf()->mm)
-				announce_unknown(tgid);
+				announce_unknown(tgid, 0);
 			return;
 		}
 		if (!t)

@@ -642,6 +642,9 @@ enum stat_idx {
 /* Value of the `skip` map: until when a non-Python pid is not announced again. */
 struct skip_info {
 	__u64 retry_after_ns;
+	__u64 weight;                /* what this process's samples weighed while it was
+				      * unknown or refused (the report counts the samples
+				      * of processes it could not profile) */
 };
 
 #endif /* PYPERF_H */

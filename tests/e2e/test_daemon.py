@@ -18,7 +18,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import PYPERF, ROOT, SUPPORTED, WORKLOADS, run_pyperf
+from conftest import PYPERF, ROOT, SUPPORTED, UNSUPPORTED, WORKLOADS, run_pyperf
 from pprofread import pprof, pprof_raw, pprof_total
 
 STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
@@ -230,6 +230,21 @@ def test_binaries_no_process_maps_are_let_go(tmp_path):
     files = [f for f in os.listdir(tmp_path / "d") if f"-{again.pid}-" in f]
     funcs = {f for name in files for _, fr, _ in pprof_raw(str(tmp_path / "d" / name)) for f in fr}
     assert {"leaf_a", "main"} <= funcs, (files, sorted(funcs)[:50])
+
+
+def test_a_process_it_cannot_profile_is_logged(tmp_path):
+    """An unsupported CPython is never left out silently: the daemon's log
+    (not only stderr) says which process and why."""
+    if not UNSUPPORTED:
+        pytest.fail("no CPython older than 3.8 present (pyenv's 3.6 and 3.7 are expected)")
+    d = Daemon(["-F", "49", "-i", "1", "--dir", str(tmp_path / "d")], tmp_path)
+    old = subprocess.Popen([UNSUPPORTED[-1][0], "-c", "import time\nt = time.time()\n"
+                            "while time.time() - t < 3: pass"])
+    try:
+        assert d.wait_log(f"pid {old.pid}: unsupported Python", timeout=20), d.text()
+    finally:
+        old.wait()
+        d.stop()
 
 
 def test_dir_retention_by_count(tmp_path):

@@ -60,22 +60,35 @@ def test_some_313_plus_interpreter_present():
 def test_whole_host_says_an_unsupported_interpreter_once(tmp_path):
     """whole-host mode: three processes of an unsupported CPython give one
     line for that interpreter, not one per process (a fleet host's old
-    interpreters would flood the log); -p and commands still name each"""
+    interpreters would flood the log); -p and commands still name each.
+    The report lists each of them under "Not profiled", with why and the
+    samples it would have had: its CPU time at the rate (from wait4)."""
     if not UNSUPPORTED:
         pytest.skip("no CPython older than 3.8 present")
     old = UNSUPPORTED[-1][0]
-    p = subprocess.Popen([PYPERF, "-d", "4", "-o", str(tmp_path / "p.folded")],
+    p = subprocess.Popen([PYPERF, "-d", "4", "-o", str(tmp_path / "p.folded"), "-o",
+                          str(tmp_path / "r.txt")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     kids = [subprocess.Popen([old, "-c", "import time\nt = time.time()\n"
                               "while time.time() - t < 1: pass"]) for _ in range(3)]
+    cpu = {}
     for k in kids:
-        k.wait()
+        _, _, ru = os.wait4(k.pid, 0)
+        k.returncode = 0
+        cpu[k.pid] = ru.ru_utime + ru.ru_stime
     _, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     mine = [line for line in err.splitlines() if "unsupported Python" in line and
             any(f"pid {k.pid}:" in line for k in kids)]
     assert len(mine) == 1, err
+    report = (tmp_path / "r.txt").read_text()
+    assert re.search(r"^Not profiled: \d+ processes, \d+ samples", report, re.M), report
+    for k in kids:
+        m = re.search(rf"^  {k.pid} python[\d.]*m?: (\d+) samples: unsupported Python", report, re.M)
+        assert m, report
+        want = cpu[k.pid] * 99  # the default rate
+        assert abs(int(m.group(1)) - want) <= max(0.3 * want, 10), (m.group(0), cpu[k.pid])
 
 
 @supported_pythons()

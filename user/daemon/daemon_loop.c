@@ -174,6 +174,15 @@ static void forget_gone(struct daemon *d, struct profile *prof)
 	}
 	for (size_t i = 0; i < n; i++)
 		profile_forget_proc(prof, gone[i]);
+	n = 0; /* and processes it could not profile that are gone */
+	hmap_for_each(&prof->refused, e) {
+		const struct prefused *x = e->val;
+
+		if (n < 256 && kill(x->pid, 0) && errno == ESRCH)
+			gone[n++] = x->pid;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(hmap_del(&prof->refused, &gone[i], sizeof(int)));
 	if (n) /* and the names of their images */
 		select_forget_gone(&d->sel);
 }
@@ -259,6 +268,12 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double
 		end_interval(d, prof, st, elapsed);
 }
 
+/* the session's words (a process it cannot profile, and why) go to the log */
+static void on_message(void *ctx, const char *msg)
+{
+	dlog(DLOG_WARN, "%s", msg);
+}
+
 /* ---- SIGHUP ---- */
 
 static void on_hup(void *ctx)
@@ -324,6 +339,7 @@ int daemon_run(const char *config_path, const struct daemon_setting *args, int n
 	};
 	struct session_opts o;
 	struct session_hooks h = { .on_drain = on_drain, .want = want, .on_hup = on_hup,
+				   .on_message = on_message,
 				   .ctx = &d };
 	struct env env;
 	char err[1024];

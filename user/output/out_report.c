@@ -146,6 +146,40 @@ static void print_containers(FILE *f, const struct out_ctx *c, const struct ppro
 	free(done);
 }
 
+/* Processes found but not profiled (a CPython build it cannot read): which,
+ * why, and what their samples weighed, beside the shown ones */
+static void print_refused(FILE *f, const struct out_ctx *c, uint64_t shown, double per,
+			  const char *unit)
+{
+	const struct hmap *h = &c->prof->refused;
+	uint64_t sum = 0;
+	size_t n = 0;
+
+	hmap_for_each(h, e) {
+		const struct prefused *x = e->val;
+
+		if (!c->pid || x->pid == c->pid) {
+			sum += x->weight;
+			n++;
+		}
+	}
+	if (!n)
+		return;
+	fprintf(f, c->mode == MODE_CPU ? "Not profiled: %zu processes, %.0f %s (%.1f%% beside "
+					 "those profiled):\n"
+				       : "Not profiled: %zu processes, %.2f %s (%.1f%% beside those "
+					 "profiled):\n", n, sum * per, unit,
+		shown + sum ? 100.0 * sum / (shown + sum) : 0.0);
+	hmap_for_each(h, e) {
+		const struct prefused *x = e->val;
+
+		if (!c->pid || x->pid == c->pid)
+			fprintf(f, c->mode == MODE_CPU ? "  %d %s: %.0f %s: %s\n"
+						       : "  %d %s: %.2f %s: %s\n", x->pid,
+				x->comm[0] ? x->comm : "?", x->weight * per, unit, x->why);
+	}
+}
+
 /* shown: the samples (or ns) the report counts (c->pid's alone when set),
  * off: of those, off the CPU; native_only: samples of threads that ran no
  * Python frame, in the profile with their native and kernel stacks; heap:
@@ -217,6 +251,7 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 	if (c->containers)
 		print_containers(f, c, procs, n, per, unit);
 	free(procs);
+	print_refused(f, c, shown, per, unit);
 	fprintf(f, "Lost samples: %llu (counts map full %llu, ring buffer full %llu, "
 		"unattributed %llu); truncated stacks %llu; unreadable frames %llu; "
 		"samples in threads without Python frames %llu (%.*f%s of them in the profile "

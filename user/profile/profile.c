@@ -64,7 +64,22 @@ void profile_free(struct profile *p)
 	hmap_free(&p->threads, free_thread);
 	hmap_free(&p->kstacks, free);
 	hmap_free(&p->knames, free);
+	hmap_free(&p->refused, free);
 	memset(p, 0, sizeof(*p));
+}
+
+void profile_refuse(struct profile *p, int pid, const char *comm, const char *why)
+{
+	struct prefused *r;
+
+	if (hmap_get(&p->refused, &pid, sizeof(pid)) || p->refused.len >= 4096 ||
+	    !(r = calloc(1, sizeof(*r))))
+		return;
+	r->pid = pid;
+	snprintf(r->comm, sizeof(r->comm), "%s", comm);
+	snprintf(r->why, sizeof(r->why), "%s", why);
+	if (hmap_put(&p->refused, &r->pid, sizeof(r->pid), r))
+		free(r);
 }
 
 struct pproc *profile_proc(struct profile *p, int pid)

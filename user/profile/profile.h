@@ -107,6 +107,7 @@ struct profile {
 	struct hmap procs;           /* pid -> struct pproc * */
 	struct hmap samples;         /* (struct pstack *, tid) -> struct psample * */
 	struct hmap threads;         /* tid -> struct pthread */
+	struct hmap refused;         /* pid -> struct prefused: found, not profiled */
 	struct hmap kstacks;         /* kernel addresses -> struct kstack * */
 	struct hmap knames;          /* kernel address -> its symbol name */
 	uint64_t total;              /* samples counted */
@@ -174,6 +175,19 @@ const char *profile_thread_name(const struct profile *p, uint32_t tid);
  * names go; processes, their stacks and names stay, so keys the sampler
  * announced earlier are still known. */
 void profile_reset_counts(struct profile *p);
+
+/* A process the profiler found but could not profile (an unsupported
+ * CPython build): why, and the weight of its samples meanwhile (samples,
+ * ns or bytes, as counts are). */
+struct prefused {
+	int pid;
+	char comm[PYPERF_COMM_LEN];
+	char why[200];
+	uint64_t weight;
+};
+
+/* Note pid as refused (once; later calls keep the first why). */
+void profile_refuse(struct profile *p, int pid, const char *comm, const char *why);
 /* Free everything kept for pid (it exited).  -1 if it has samples (they
  * point at its stacks) or is unknown. */
 int profile_forget_proc(struct profile *p, int pid);

@@ -682,9 +682,21 @@ int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retr
 
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
 {
-	struct skip_info si = { .retry_after_ns = retry_after_ns };
+	struct skip_info si = { 0 };
 
+	/* the weight counted so far stays */
+	(void)bpf_map__lookup_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), 0);
+	si.retry_after_ns = retry_after_ns;
 	return bpf_map__update_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), BPF_ANY);
+}
+
+uint64_t sampler_skipped_weight(struct sampler *s, uint32_t pid)
+{
+	struct skip_info si = { 0 };
+
+	if (bpf_map__lookup_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), 0))
+		return 0;
+	return si.weight;
 }
 
 int sampler_code_id(struct sampler *s, uint32_t pid, uint64_t code, uint32_t check,

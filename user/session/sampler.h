@@ -106,6 +106,9 @@ void sampler_exited(struct sampler *s, uint32_t pid);
 int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns);
 /* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
 int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
+/* What pid's samples weighed while the sampler did not profile it (0 when
+ * its skip entry is gone). */
+uint64_t sampler_skipped_weight(struct sampler *s, uint32_t pid);
 /* What the sampler saw of code object `code` of pid whose check was `check`
  * when it walked a new stack (struct code_id); 0, or -1: not (any longer)
  * known. */

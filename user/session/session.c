@@ -125,9 +125,25 @@ struct session {
  * what it costs once the first tables are built and the first stacks named. */
 #define WARMUP_NS 2000000000ull
 
-static void err_line(const char *msg)
+static void err_line(const struct session *r, const char *msg)
 {
-	fprintf(stderr, "pyperf-bpf: %s\n", msg);
+	if (r && r->h->on_message) /* the daemon's log */
+		r->h->on_message(r->h->ctx, msg);
+	else
+		fprintf(stderr, "pyperf-bpf: %s\n", msg);
+}
+
+/* the weights of the refused processes' samples, from the sampler's skip
+ * entries (kept until the process is gone) */
+static void update_refused(struct session *r)
+{
+	hmap_for_each(&r->prof.refused, e) {
+		struct prefused *x = e->val;
+		uint64_t w = sampler_skipped_weight(r->s, (uint32_t)x->pid);
+
+		if (w > x->weight)
+			x->weight = w;
+	}
 }
 
 static struct pid_state *pid_state(struct session *r, int pid)
@@ -374,8 +390,22 @@ static void classify(struct session *r, int pid)
 		return;
 	case PYPROC_UNSUPPORTED:
 		ps = pid_state(r, pid);
+		if (ps && !ps->warned) {
+			char comm[PYPERF_COMM_LEN] = "", path[64];
+			const char *why = strstr(err, ": ");
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+			if ((f = fopen(path, "re"))) {
+				if (fgets(comm, sizeof(comm), f))
+					comm[strcspn(comm, "\n")] = 0;
+				fclose(f);
+			}
+			/* the report lists it, with its samples */
+			profile_refuse(&r->prof, pid, comm, why && !strncmp(err, "pid ", 4) ? why + 2 : err);
+		}
 		if (ps && !ps->warned && !said_for_another(r, err))
-			err_line(err);
+			err_line(r, err);
 		if (ps)
 			ps->warned = true;
 		sampler_skip(r->s, pid, UINT64_MAX);
@@ -746,6 +776,7 @@ static void run_loop(struct session *r, uint64_t start)
 		}
 		if (now >= next_drain) {
 			sampler_drain(r->s, on_count, r);
+			update_refused(r);
 			next_drain = now + drain_ns;
 			if (r->h->on_drain) {
 				uint64_t st[STAT_NR];
@@ -964,6 +995,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		struct session_end end = { .secs = secs, .start_unix_ns = r.start_unix_ns };
 
 		sampler_stats(r.s, end.stats);
+		update_refused(&r);
 		naming_name_kernel(&r.prof, r.s);
 		naming_python_threads(&r.names, &r.prof, r.s);
 		if (h->on_drain)
@@ -979,7 +1011,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	}
 	goto out;
 fail:
-	err_line(err);
+	err_line(&r, err);
 	if (r.child > 0) {
 		if (go >= 0)
 			close(go); /* a held child exits without running anything */

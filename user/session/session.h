@@ -69,6 +69,9 @@ struct session_hooks {
 	bool (*should_stop)(void *ctx);
 	bool (*want)(void *ctx, int pid, uint32_t gen);
 	void (*on_hup)(void *ctx);
+	/* a line to tell the user (a process it cannot profile, and why);
+	 * NULL: stderr */
+	void (*on_message)(void *ctx, const char *msg);
 	void *ctx;
 };
 
