@@ -127,7 +127,7 @@ struct session {
 
 static void err_line(const struct session *r, const char *msg)
 {
-	if (r && r->h->on_message) /* the daemon's log */
+	if (r->h->on_message) /* the daemon's log */
 		r->h->on_message(r->h->ctx, msg);
 	else
 		fprintf(stderr, "pyperf-bpf: %s\n", msg);
@@ -1011,7 +1011,10 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	}
 	goto out;
 fail:
-	err_line(&r, err);
+	/* why the run ends: on stderr, and in the daemon's log too */
+	if (h->on_message)
+		h->on_message(h->ctx, err);
+	fprintf(stderr, "pyperf-bpf: %s\n", err);
 	if (r.child > 0) {
 		if (go >= 0)
 			close(go); /* a held child exits without running anything */
