@@ -96,6 +96,12 @@ static void test_errors_name_where(void **state)
 	assert_non_null(strstr(err, "No such file"));
 	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_freq, 1, err, sizeof(err)), -1);
 	assert_string_equal(err, "--frequency: bad value 'fast'");
+	/* the same limit as every command's -F */
+	two[0] = dir;
+	two[1] = (struct daemon_setting){ "frequency", "10000" };
+	assert_int_equal(daemon_cfg_load(&c, NULL, two, 2, err, sizeof(err)), 0);
+	two[1].value = "10001";
+	assert_int_equal(daemon_cfg_load(&c, NULL, two, 2, err, sizeof(err)), -1);
 	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_mode, 1, err, sizeof(err)), -1);
 	assert_string_equal(err, "--mode: bad value 'idle'");
 	assert_int_equal(daemon_cfg_load(&c, NULL, &bad_push, 1, err, sizeof(err)), -1);

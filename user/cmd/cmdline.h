@@ -9,7 +9,7 @@
 
 #include "session.h"
 
-#define CMDLINE_MAX_FREQ 10000
+#define CMDLINE_MAX_FREQ SESSION_MAX_FREQ
 
 /* "pyperf-bpf: " fmt (with arg) " (see pyperf-bpf --help)" on stderr; returns 2 */
 int cmdline_fail(const char *fmt, const char *arg);

@@ -1,6 +1,7 @@
 /* daemon_config.c - the daemon's settings (see daemon_config.h): defaults,
  * then the --config file, then the command line, each value checked. */
 #include "daemon_config.h"
+#include "session.h"
 #include "errmsg.h"
 #include "mode.h"
 #include "pyperf.h"
@@ -75,7 +76,8 @@ static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err
 			goto bad;
 	} else if (!strcmp(key, "frequency")) {
 		l = strtol(v, &end, 10);
-		if (errno || end == v || *end || l < 1 || l > 1000)
+		/* the limit of every command's -F */
+		if (errno || end == v || *end || l < 1 || l > SESSION_MAX_FREQ)
 			goto bad;
 		c->freq = (int)l;
 	} else if (!strcmp(key, "interval")) {

@@ -13,6 +13,9 @@
 
 struct profile;
 
+/* the highest -F any command (and the daemon's frequency) takes */
+#define SESSION_MAX_FREQ 10000
+
 struct session_opts {
 	int *pids;                   /* -p; empty: every CPython process (or the command) */
 	size_t npids;
