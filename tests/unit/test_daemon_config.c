@@ -131,6 +131,37 @@ static void test_faults_mode_and_its_interval(void **state)
 	assert_string_equal(err, "--fault-interval: bad value '1k'");
 }
 
+/* The one table: every setting has a unique name and a help line, and takes
+ * a value of its kind both on the command line and in the file. */
+static void test_every_setting_of_the_table(void **state)
+{
+	struct daemon_cfg c;
+	char err[256] = "", val[32], line[128];
+
+	(void)state;
+	for (const struct daemon_option *o = daemon_options; o->name; o++) {
+		struct daemon_setting args[2] = { { "dir", "/tmp/p" }, { o->name, val } };
+
+		assert_non_null(o->help);
+		for (const struct daemon_option *p = o + 1; p->name; p++)
+			assert_string_not_equal(o->name, p->name);
+		switch (o->kind) {
+		case DOPT_URL: snprintf(val, sizeof(val), "http://h:1"); break;
+		case DOPT_LONG: case DOPT_SECONDS: case DOPT_SIZE:
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)(o->min > 1 ? o->min : 1));
+			break;
+		case DOPT_BOOL: snprintf(val, sizeof(val), "true"); break;
+		case DOPT_MODE: snprintf(val, sizeof(val), "wall"); break;
+		default: snprintf(val, sizeof(val), "x");
+		}
+		assert_int_equal(daemon_cfg_load(&c, NULL, args, 2, err, sizeof(err)), 0);
+		snprintf(line, sizeof(line), "dir = /tmp/p\n%s = %s\n", o->name, val);
+		write_config(line);
+		assert_int_equal(daemon_cfg_load(&c, path, NULL, 0, err, sizeof(err)), 0);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -138,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_file_then_command_line),
 		cmocka_unit_test(test_errors_name_where),
 		cmocka_unit_test(test_faults_mode_and_its_interval),
+		cmocka_unit_test(test_every_setting_of_the_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* daemon.c - `pyperf-bpf daemon`: its options, then the run (user/daemon/:
- * daemon_loop.c and its sinks). */
+ * daemon_loop.c and its sinks).  The options, their config keys and their
+ * --help lines all come from daemon_config.c's one table. */
 #include "daemon.h"
 #include "daemon_config.h"
 #include "daemon_loop.h"
@@ -7,6 +8,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define NOPTS 64
 
 struct daemon_args {
 	const char *config_path;
@@ -14,105 +18,83 @@ struct daemon_args {
 	int nargs;
 };
 
+/* "  -F, --frequency HZ       help", continuation lines under the help */
+static void usage_line(char short_name, const char *name, const char *arg, const char *help)
+{
+	char head[64];
+	const char *h = help;
+
+	snprintf(head, sizeof(head), "  %c%c%s--%s%s%s", short_name ? '-' : ' ',
+		 short_name ? short_name : ' ', short_name ? ", " : "  ", name, arg ? " " : "",
+		 arg ? arg : "");
+	printf("%-26s", head);
+	if (strlen(head) >= 26)
+		printf(" ");
+	while (*h) {
+		size_t n = strcspn(h, "\n");
+
+		printf(" %.*s\n", (int)n, h);
+		h += n;
+		if (*h)
+			printf("%26s", "");
+		h += *h == '\n';
+	}
+}
+
 static void usage(void)
 {
 	printf("usage: pyperf-bpf daemon [--config FILE] [options]\n"
 	       "\n"
 	       "Profile every CPython process on the host continuously, at a low rate, and\n"
 	       "write one pprof profile per process and interval to a directory and/or a\n"
-	       "Pyroscope-compatible server, and/or OTLP profiles to an OpenTelemetry receiver.  SIGTERM/SIGINT write the current interval and\n"
-	       "exit; SIGHUP reopens the log and reloads the configuration.\n"
-	       "\n"
-	       "  -c, --config FILE        settings as `key = value` lines (keys: the long\n"
-	       "                           options below); the command line wins\n"
-	       "  -F, --frequency HZ       samples per second per CPU (default 19)\n"
-	       "      --mode MODE          cpu (default), wall, offcpu, faults or alloc (see\n"
-	       "                           pyperf-bpf --help)\n"
-	       "      --fault-interval SIZE  faults: one walked fault per SIZE bytes (256K)\n"
-	       "  -i, --interval SECONDS   one profile per process per interval (default 60)\n"
-	       "      --match REGEX        only processes whose name or command line matches\n"
-	       "      --cgroup PATH        only processes in this cgroup (v2) or below it\n"
-	       "      --container ID       only processes in this container: its id (or its\n"
-	       "                           first digits), pod UID or engine (docker, podman,\n"
-	       "                           containerd, cri-o, kubernetes), any, or none\n"
-	       "      --dir DIR            write APP-PID-TIME.pb.gz files here (a directory\n"
-	       "                           made 0700, files 0600: root's only)\n"
-	       "      --group GROUP        DIR and its files belong to GROUP, 0750 and 0640\n"
-	       "      --keep N             keep at most N files in DIR (default 1440)\n"
-	       "      --keep-bytes SIZE    and at most SIZE bytes (default 1G)\n"
-	       "      --push URL           send to this server's /ingest (Pyroscope API)\n"
-	       "      --otlp URL           send OTLP profiles to this OTLP/HTTP receiver\n"
-	       "                           (http://HOST:4318, or its profiles endpoint)\n"
-	       "      --spool DIR          where profiles wait to be sent\n"
-	       "                           (default /var/lib/pyperf-bpf/spool)\n"
-	       "      --spool-bytes SIZE   spool limit; beyond it the oldest are dropped\n"
-	       "                           (default 256M)\n"
-	       "      --unwind-bytes SIZE  memory the native unwind tables may take; beyond\n"
-	       "                           it the least recently used are evicted (default 256M)\n"
-	       "      --app-env NAME       the target's variable naming its application\n"
-	       "                           (default PYPERF_SERVICE; else its script or module)\n"
-	       "      --stats              log one line of figures per interval\n"
-	       "      --log FILE           log here instead of stderr\n"
-	       "      --no-kernel          no kernel frames\n"
-	       "      --python-only        Python frames only\n"
-	       "      --gil                only samples of threads holding the GIL\n"
-	       "      --async              asyncio (CPython 3.12+): a task's frames under\n"
-	       "                           <task NAME> frames (see record --async)\n");
+	       "Pyroscope-compatible server, and/or OTLP profiles to an OpenTelemetry\n"
+	       "receiver.  SIGTERM/SIGINT write the current interval and exit; SIGHUP\n"
+	       "reopens the log and reloads the configuration.\n"
+	       "\n");
+	usage_line('c', "config", "FILE", "settings as `key = value` lines (keys: the long\n"
+		   "options below); the command line wins");
+	for (const struct daemon_option *o = daemon_options; o->name; o++)
+		usage_line(o->short_name, o->name, o->arg, o->help);
 }
 
 static int parse_args(struct daemon_args *d, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "mode", required_argument, NULL, 0 },
-		{ "fault-interval", required_argument, NULL, 0 },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "match", required_argument, NULL, 0 },
-		{ "cgroup", required_argument, NULL, 0 },
-		{ "container", required_argument, NULL, 0 },
-		{ "dir", required_argument, NULL, 0 },
-		{ "group", required_argument, NULL, 0 },
-		{ "keep", required_argument, NULL, 0 },
-		{ "keep-bytes", required_argument, NULL, 0 },
-		{ "push", required_argument, NULL, 0 },
-		{ "otlp", required_argument, NULL, 0 },
-		{ "spool", required_argument, NULL, 0 },
-		{ "spool-bytes", required_argument, NULL, 0 },
-		{ "unwind-bytes", required_argument, NULL, 0 },
-		{ "app-env", required_argument, NULL, 0 },
-		{ "log", required_argument, NULL, 0 },
-		{ "stats", no_argument, NULL, 0 },
-		{ "no-kernel", no_argument, NULL, 0 },
-		{ "python-only", no_argument, NULL, 0 },
-		{ "gil", no_argument, NULL, 0 },
-		{ "async", no_argument, NULL, 0 },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static struct option opts[NOPTS];
+	static char shorts[NOPTS * 2 + 8];
+	size_t n = 0, ns = 0;
 	int c, idx;
 
+	/* the table's options, then --config and --help */
+	ns += (size_t)snprintf(shorts, sizeof(shorts), "+c:h");
+	for (const struct daemon_option *o = daemon_options; o->name && n < NOPTS - 3; o++, n++) {
+		opts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, 0 };
+		if (o->short_name && ns + 2 < sizeof(shorts)) {
+			shorts[ns++] = o->short_name;
+			if (o->arg)
+				shorts[ns++] = ':';
+		}
+	}
+	opts[n++] = (struct option){ "config", required_argument, NULL, 'c' };
+	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[n] = (struct option){ NULL, 0, NULL, 0 };
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:F:i:h", opts, &idx)) != -1) {
-		const char *key;
+	while ((c = getopt_long(argc, argv, shorts, opts, &idx)) != -1) {
+		const char *key = NULL;
 
-		switch (c) {
-		case 'c':
+		if (c == 'c') {
 			d->config_path = optarg;
 			continue;
-		case 'h':
+		}
+		if (c == 'h') {
 			usage();
 			exit(0);
-		case 'F':
-			key = "frequency";
-			break;
-		case 'i':
-			key = "interval";
-			break;
-		case 0:
+		}
+		if (c == 0)
 			key = opts[idx].name;
-			break;
-		default:
+		for (const struct daemon_option *o = daemon_options; !key && c > 0 && o->name; o++)
+			if (o->short_name == c)
+				key = o->name;
+		if (!key) {
 			fprintf(stderr, "pyperf-bpf: daemon: unknown or incomplete option '%s' (see "
 				"pyperf-bpf daemon --help)\n", argv[optind - 1]);
 			return -1;
@@ -130,7 +112,6 @@ static int parse_args(struct daemon_args *d, int argc, char **argv)
 	}
 	return 0;
 }
-
 
 int daemon_main(int argc, char **argv)
 {

@@ -8,6 +8,8 @@
 #include "size.h"
 
 #include <ctype.h>
+#include <limits.h>
+#include <stddef.h>
 #include <errno.h>
 #include <math.h>
 #include <regex.h>
@@ -49,80 +51,115 @@ static int set_str(char *dst, size_t len, const char *v, const char *key, char *
 	return 0;
 }
 
+#define F(field) offsetof(struct daemon_cfg, field), sizeof(((struct daemon_cfg *)0)->field)
+
+/* Every setting, once: its name (the long option and the config key), what
+ * it holds and where, its bounds, and its line in --help.  Defaults are
+ * defaults()'s. */
+const struct daemon_option daemon_options[] = {
+	{ "frequency", 'F', DOPT_LONG, F(freq), 1, SESSION_MAX_FREQ, "HZ",
+	  "samples per second per CPU (default 19)" },
+	{ "mode", 0, DOPT_MODE, F(mode), 0, 0, "MODE",
+	  "cpu (default), wall, offcpu, faults or alloc (see\npyperf-bpf --help)" },
+	{ "fault-interval", 0, DOPT_SIZE, F(fault_bytes), 4096, 1ull << 32, "SIZE",
+	  "faults: one walked fault per SIZE bytes (256K)" },
+	{ "interval", 'i', DOPT_SECONDS, F(interval), 1, 86400, "SECONDS",
+	  "one profile per process per interval (default 60)" },
+	{ "match", 0, DOPT_STR, F(match), 0, 0, "REGEX",
+	  "only processes whose name or command line matches" },
+	{ "cgroup", 0, DOPT_STR, F(cgroup), 0, 0, "PATH",
+	  "only processes in this cgroup (v2) or below it" },
+	{ "container", 0, DOPT_STR, F(container), 0, 0, "ID",
+	  "only processes in this container: its id (or its\nfirst digits), pod UID or engine "
+	  "(docker, podman,\ncontainerd, cri-o, kubernetes), any, or none" },
+	{ "dir", 0, DOPT_STR, F(dir), 0, 0, "DIR",
+	  "write APP-PID-TIME.pb.gz files here (a directory\nmade 0700, files 0600: root's only)" },
+	{ "group", 0, DOPT_STR, F(group), 0, 0, "GROUP",
+	  "DIR and its files belong to GROUP, 0750 and 0640" },
+	{ "keep", 0, DOPT_LONG, F(keep), 1, LONG_MAX, "N", "keep at most N files in DIR (default 1440)" },
+	{ "keep-bytes", 0, DOPT_SIZE, F(keep_bytes), 1, UINT64_MAX, "SIZE",
+	  "and at most SIZE bytes (default 1G)" },
+	{ "push", 0, DOPT_URL, F(push), 0, 0, "URL", "send to this server's /ingest (Pyroscope API)" },
+	{ "otlp", 0, DOPT_URL, F(otlp), 0, 0, "URL",
+	  "send OTLP profiles to this OTLP/HTTP receiver\n(http://HOST:4318, or its profiles endpoint)" },
+	{ "spool", 0, DOPT_STR, F(spool), 0, 0, "DIR",
+	  "where profiles wait to be sent\n(default /var/lib/pyperf-bpf/spool)" },
+	{ "spool-bytes", 0, DOPT_SIZE, F(spool_bytes), 1, UINT64_MAX, "SIZE",
+	  "spool limit; beyond it the oldest are dropped\n(default 256M)" },
+	{ "unwind-bytes", 0, DOPT_SIZE, F(unwind_bytes), 4096, UINT64_MAX, "SIZE",
+	  "memory the native unwind tables may take; beyond\nit the least recently used are "
+	  "evicted (default 256M)" },
+	{ "app-env", 0, DOPT_STR, F(app_env), 0, 0, "NAME",
+	  "the target's variable naming its application\n(default PYPERF_SERVICE; else its "
+	  "script or module)" },
+	{ "stats", 0, DOPT_BOOL, F(stats), 0, 0, NULL, "log one line of figures per interval" },
+	{ "log", 0, DOPT_STR, F(log), 0, 0, "FILE", "log here instead of stderr" },
+	{ "no-kernel", 0, DOPT_BOOL, F(no_kernel), 0, 0, NULL, "no kernel frames" },
+	{ "python-only", 0, DOPT_BOOL, F(python_only), 0, 0, NULL, "Python frames only" },
+	{ "gil", 0, DOPT_BOOL, F(gil), 0, 0, NULL, "only samples of threads holding the GIL" },
+	{ "async", 0, DOPT_BOOL, F(async_stacks), 0, 0, NULL,
+	  "asyncio (CPython 3.12+): a task's frames under\n<task NAME> frames (see record --async)" },
+	{ NULL, 0, 0, 0, 0, 0, 0, NULL, NULL },
+};
+
+#undef F
+
 /* Apply one setting; 0, or -1 with a message. */
 static int apply(struct daemon_cfg *c, const char *key, const char *v, char *err, size_t errlen)
 {
-	char *end;
+	const struct daemon_option *o = daemon_options;
+	char *field, *end;
+	uint64_t u;
 	double d;
 	long l;
 
-#define STR(name, field) \
-	if (!strcmp(key, name)) \
-		return set_str(c->field, sizeof(c->field), v, key, err, errlen)
-	STR("match", match);
-	STR("cgroup", cgroup);
-	STR("container", container);
-	STR("dir", dir);
-	STR("group", group);
-	STR("push", push);
-	STR("otlp", otlp);
-	STR("spool", spool);
-	STR("app-env", app_env);
-	STR("log", log);
-#undef STR
-	errno = 0;
-	if (!strcmp(key, "mode")) {
-		if (mode_parse(v, &c->mode))
-			goto bad;
-	} else if (!strcmp(key, "frequency")) {
-		l = strtol(v, &end, 10);
-		/* the limit of every command's -F */
-		if (errno || end == v || *end || l < 1 || l > SESSION_MAX_FREQ)
-			goto bad;
-		c->freq = (int)l;
-	} else if (!strcmp(key, "interval")) {
-		d = strtod(v, &end);
-		if (errno || end == v || *end || !isfinite(d) || d < 1 || d > 86400)
-			goto bad;
-		c->interval = d;
-	} else if (!strcmp(key, "keep")) {
-		l = strtol(v, &end, 10);
-		if (errno || end == v || *end || l < 1)
-			goto bad;
-		c->keep = l;
-	} else if (!strcmp(key, "keep-bytes")) {
-		if (!size_parse(v, &c->keep_bytes) || !c->keep_bytes)
-			goto bad;
-	} else if (!strcmp(key, "spool-bytes")) {
-		if (!size_parse(v, &c->spool_bytes) || !c->spool_bytes)
-			goto bad;
-	} else if (!strcmp(key, "unwind-bytes")) {
-		if (!size_parse(v, &c->unwind_bytes) || c->unwind_bytes < 4096)
-			goto bad;
-	} else if (!strcmp(key, "fault-interval")) {
-		if (!size_parse(v, &c->fault_bytes) || c->fault_bytes < 4096 ||
-		    c->fault_bytes > (1ull << 32))
-			goto bad;
-	} else if (!strcmp(key, "stats")) {
-		if (!parse_bool(v, &c->stats))
-			goto bad;
-	} else if (!strcmp(key, "no-kernel")) {
-		if (!parse_bool(v, &c->no_kernel))
-			goto bad;
-	} else if (!strcmp(key, "gil")) {
-		if (!parse_bool(v, &c->gil))
-			goto bad;
-	} else if (!strcmp(key, "async")) {
-		if (!parse_bool(v, &c->async_stacks))
-			goto bad;
-	} else if (!strcmp(key, "python-only")) {
-		if (!parse_bool(v, &c->python_only))
-			goto bad;
-	} else {
+	while (o->name && strcmp(o->name, key))
+		o++;
+	if (!o->name) {
 		set_err(err, errlen, "unknown setting '%s'", key);
 		return -1;
 	}
-	return 0;
+	field = (char *)c + o->off;
+	errno = 0;
+	switch (o->kind) {
+	case DOPT_URL:
+		if (*v && strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) {
+			set_err(err, errlen, "%s: not an http:// or https:// URL: '%.300s'", key, v);
+			return -1;
+		}
+		/* fall through */
+	case DOPT_STR:
+		return set_str(field, o->size, v, key, err, errlen);
+	case DOPT_MODE:
+		if (mode_parse(v, (enum pyperf_mode *)(void *)field))
+			goto bad;
+		return 0;
+	case DOPT_LONG:
+		l = strtol(v, &end, 10);
+		if (errno || end == v || *end || l < (long)o->min || (uint64_t)l > o->max)
+			goto bad;
+		if (o->size == sizeof(int))
+			*(int *)(void *)field = (int)l;
+		else
+			*(long *)(void *)field = l;
+		return 0;
+	case DOPT_SECONDS:
+		d = strtod(v, &end);
+		if (errno || end == v || *end || !isfinite(d) || d < (double)o->min ||
+		    d > (double)o->max)
+			goto bad;
+		*(double *)(void *)field = d;
+		return 0;
+	case DOPT_SIZE:
+		if (!size_parse(v, &u) || u < o->min || u > o->max)
+			goto bad;
+		*(uint64_t *)(void *)field = u;
+		return 0;
+	case DOPT_BOOL:
+		if (!parse_bool(v, (bool *)(void *)field))
+			goto bad;
+		return 0;
+	}
 bad:
 	set_err(err, errlen, "%s: bad value '%s'", key, v);
 	return -1;
@@ -182,15 +219,6 @@ static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
 
 	if (!c->dir[0] && !c->push[0] && !c->otlp[0]) {
 		set_err(err, errlen, "no sink: give --dir DIR, --push URL and/or --otlp URL");
-		return -1;
-	}
-	if (c->push[0] && strncmp(c->push, "http://", 7) && strncmp(c->push, "https://", 8)) {
-		set_err(err, errlen, "--push: not an http:// or https:// URL: '%.300s'", c->push);
-		return -1;
-	}
-	if (c->otlp[0] && strncmp(c->otlp, "http://", 7) && strncmp(c->otlp, "https://", 8)) {
-		set_err(err, errlen, "--otlp: not an http:// or https:// URL (OTLP/HTTP): '%.300s'",
-			c->otlp);
 		return -1;
 	}
 	if (c->match[0]) {
