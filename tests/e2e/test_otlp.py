@@ -9,8 +9,8 @@ the folded and pprof tests cover every version): it runs on the newest and
 the oldest supported CPython.
 
 `daemon --otlp`: into a real OpenTelemetry Collector (built by scripts/setup
---test-deps from its Go modules) with the OTLP/HTTP receiver and the file
-exporter.  The Collector is stopped and started again during the run; every
+--test-deps from its Go modules) with the OTLP receiver (over HTTP and over
+gRPC, one test each) and the file exporter.  The Collector is stopped and started again during the run; every
 interval's samples must still arrive exactly once, and the workload's
 profile must show the split it measured itself."""
 import json
@@ -113,7 +113,7 @@ class Collector:
     """otelcol-pyperf with the OTLP/HTTP receiver on port and the file
     exporter writing what it received to out (proto, length-framed)."""
 
-    def __init__(self, tmp_path, port, out):
+    def __init__(self, tmp_path, port, out, grpc_port=None):
         if not os.access(OTELCOL, os.X_OK):
             pytest.fail(f"no OpenTelemetry Collector at {OTELCOL}: scripts/setup --test-deps "
                         "builds it from its Go modules")
@@ -124,6 +124,8 @@ class Collector:
     protocols:
       http:
         endpoint: 127.0.0.1:{port}
+      grpc:
+        endpoint: 127.0.0.1:{grpc_port or free_port()}
 exporters:
   file:
     path: {out}
@@ -158,13 +160,16 @@ service:
         self.log.close()
 
 
-def test_daemon_otlp_into_the_collector_across_restarts(tmp_path):
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_daemon_otlp_into_the_collector_across_restarts(protocol, tmp_path):
     assert SUPPORTED, "no supported CPython"
-    port = free_port()
-    col = Collector(tmp_path, port, tmp_path / "received-1.bin")
+    port, grpc_port = free_port(), free_port()
+    col = Collector(tmp_path, port, tmp_path / "received-1.bin", grpc_port)
     log = tmp_path / "daemon.log"
+    url = f"http://127.0.0.1:{grpc_port if protocol == 'grpc' else port}"
     d = subprocess.Popen([PYPERF, "daemon", "--stats", "--log", str(log), "-F", "99", "-i", "1",
-                          "--otlp", f"http://127.0.0.1:{port}", "--spool", str(tmp_path / "spool")],
+                          "--otlp", url, "--otlp-protocol", protocol,
+                          "--spool", str(tmp_path / "spool")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     text = lambda: log.read_text() if log.exists() else ""
 
@@ -189,7 +194,7 @@ def test_daemon_otlp_into_the_collector_across_restarts(tmp_path):
         n = text().count("stats:")
         assert wait_log("stats:", count=n + 3), text()
         assert "failed" in text(), text()           # ... the daemon spools ...
-        col = Collector(tmp_path, port, tmp_path / "received-2.bin")
+        col = Collector(tmp_path, port, tmp_path / "received-2.bin", grpc_port)
         outs.append(col.out)                        # ... and it comes back
         assert wait_log("works again", timeout=90), text()
         w.wait(timeout=60)

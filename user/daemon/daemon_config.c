@@ -28,6 +28,7 @@ static void defaults(struct daemon_cfg *c)
 	c->spool_bytes = 256ull << 20;
 	c->unwind_bytes = (uint64_t)PYPERF_UNWIND_MB << 20;
 	snprintf(c->app_env, sizeof(c->app_env), "PYPERF_SERVICE");
+	snprintf(c->otlp_protocol, sizeof(c->otlp_protocol), "http/protobuf");
 }
 
 static bool parse_bool(const char *s, bool *out)
@@ -81,7 +82,10 @@ const struct daemon_option daemon_options[] = {
 	  "and at most SIZE bytes (default 1G)" },
 	{ "push", 0, DOPT_URL, F(push), 0, 0, "URL", "send to this server's /ingest (Pyroscope API)" },
 	{ "otlp", 0, DOPT_URL, F(otlp), 0, 0, "URL",
-	  "send OTLP profiles to this OTLP/HTTP receiver\n(http://HOST:4318, or its profiles endpoint)" },
+	  "send OTLP profiles to this receiver (OTLP/HTTP:\nhttp://HOST:4318, or its profiles "
+	  "endpoint)" },
+	{ "otlp-protocol", 0, DOPT_STR, F(otlp_protocol), 0, 0, "PROTO",
+	  "http/protobuf (default) or grpc (URL\nhttp://HOST:4317)" },
 	{ "spool", 0, DOPT_STR, F(spool), 0, 0, "DIR",
 	  "where profiles wait to be sent\n(default /var/lib/pyperf-bpf/spool)" },
 	{ "spool-bytes", 0, DOPT_SIZE, F(spool_bytes), 1, UINT64_MAX, "SIZE",
@@ -219,6 +223,11 @@ static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
 
 	if (!c->dir[0] && !c->push[0] && !c->otlp[0]) {
 		set_err(err, errlen, "no sink: give --dir DIR, --push URL and/or --otlp URL");
+		return -1;
+	}
+	if (strcmp(c->otlp_protocol, "http/protobuf") && strcmp(c->otlp_protocol, "grpc")) {
+		set_err(err, errlen, "--otlp-protocol: http/protobuf or grpc, not '%.100s'",
+			c->otlp_protocol);
 		return -1;
 	}
 	if (c->match[0]) {

@@ -25,7 +25,8 @@ struct daemon_cfg {
 	long keep;
 	uint64_t keep_bytes;
 	char push[1024];             /* Pyroscope server URL; "" none */
-	char otlp[1024];             /* OTLP/HTTP receiver URL; "" none */
+	char otlp[1024];             /* OTLP receiver URL; "" none */
+	char otlp_protocol[16];      /* "http/protobuf" or "grpc" */
 	char spool[1024];
 	uint64_t spool_bytes;
 	uint64_t unwind_bytes;       /* cap on the native unwind tables */

@@ -294,9 +294,11 @@ static void on_hup(void *ctx)
 	    c.no_kernel != d->cfg.no_kernel ||
 	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
 	    strcmp(c.spool, d->cfg.spool) || !c.push[0] != !d->cfg.push[0] ||
-	    !c.otlp[0] != !d->cfg.otlp[0] || !c.dir[0] != !d->cfg.dir[0]) {
+	    !c.otlp[0] != !d->cfg.otlp[0] || !c.dir[0] != !d->cfg.dir[0] ||
+	    strcmp(c.otlp_protocol, d->cfg.otlp_protocol)) {
 		dlog(DLOG_WARN, "reload: frequency, mode, frame kinds, log, spool directory and turning "
-		     "--dir, --push or --otlp on or off take a restart; the rest is applied");
+		     "--dir, --push or --otlp on or off, and --otlp-protocol take a restart; the rest "
+		     "is applied");
 		c.freq = d->cfg.freq;
 		c.mode = d->cfg.mode;
 		c.fault_bytes = d->cfg.fault_bytes;
@@ -308,6 +310,7 @@ static void on_hup(void *ctx)
 		memcpy(c.spool, d->cfg.spool, sizeof(c.spool));
 		memcpy(c.push, d->cfg.push, sizeof(c.push));
 		memcpy(c.otlp, d->cfg.otlp, sizeof(c.otlp));
+		memcpy(c.otlp_protocol, d->cfg.otlp_protocol, sizeof(c.otlp_protocol));
 		memcpy(c.dir, d->cfg.dir, sizeof(c.dir));
 	}
 	for (size_t i = 0; i < d->nsinks; i++)

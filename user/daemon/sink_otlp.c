@@ -2,15 +2,18 @@
  * OTLP profiles Export request (out_otlp.c: one resource per process, the
  * tables shared), gzipped, POSTed to an OTLP/HTTP receiver through a spool
  * of its own (SPOOL/otlp), so a receiver outage or restart loses nothing up
- * to the spool's limit (see sink.h).  The URL is the receiver's base
+ * to the spool's limit (see sink.h).  OTLP/HTTP (--otlp-protocol
+ * http/protobuf, the default): the URL is the receiver's base
  * (http://HOST:4318, as OTEL_EXPORTER_OTLP_ENDPOINT) or, with a path, the
- * profiles endpoint itself. */
+ * profiles endpoint itself.  OTLP/gRPC (grpc): the URL's scheme, host and
+ * port (http://HOST:4317: cleartext HTTP/2). */
 #include "sink.h"
 #include "errmsg.h"
 #include "dlog.h"
 #include "output.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +27,16 @@ struct otlp_sink {
 	struct spool *spool;
 };
 
-/* the profiles endpoint of url */
-static void endpoint(const char *url, char *out, size_t len)
+/* the profiles endpoint of url (gRPC: its scheme, host and port) */
+static void endpoint(const char *url, bool grpc, char *out, size_t len)
 {
 	const char *host = strstr(url, "://");
 	const char *path = host ? strchr(host + 3, '/') : NULL;
 	size_t n = strlen(url);
 
-	if (path && path[1])
+	if (grpc)
+		snprintf(out, len, "%.*s", (int)(path ? (size_t)(path - url) : n), url);
+	else if (path && path[1])
 		snprintf(out, len, "%s", url);
 	else
 		snprintf(out, len, "%.*s%s", (int)(path ? (size_t)(path - url) : n), url,
@@ -110,7 +115,7 @@ static void otlp_configure(struct sink *s, const struct daemon_cfg *cfg)
 {
 	char url[1200];
 
-	endpoint(cfg->otlp, url, sizeof(url));
+	endpoint(cfg->otlp, !strcmp(cfg->otlp_protocol, "grpc"), url, sizeof(url));
 	spool_configure(((struct otlp_sink *)s)->spool, cfg->spool_bytes, url);
 }
 
@@ -155,8 +160,10 @@ struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errl
 		return NULL;
 	}
 	snprintf(dir, sizeof(dir), "%s/otlp", cfg->spool);
-	endpoint(cfg->otlp, url, sizeof(url));
-	o->spool = spool_open(dir, cfg->spool_bytes, SPOOL_OTLP_HTTP, url, err, errlen);
+	endpoint(cfg->otlp, !strcmp(cfg->otlp_protocol, "grpc"), url, sizeof(url));
+	o->spool = spool_open(dir, cfg->spool_bytes,
+			      strcmp(cfg->otlp_protocol, "grpc") ? SPOOL_OTLP_HTTP : SPOOL_OTLP_GRPC,
+			      url, err, errlen);
 	if (!o->spool) {
 		free(o);
 		return NULL;

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -352,18 +353,70 @@ static size_t discard_body(void *p, size_t size, size_t n, void *ctx)
 
 enum { POST_RETRY, POST_SENT, POST_REFUSED };
 
+/* a gRPC answer's status, from its headers or trailers */
+struct grpc_status {
+	int code;                    /* -1: none seen */
+	char message[128];
+};
+
+static size_t grpc_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct grpc_status *g = ctx;
+	size_t len = size * n;
+
+	if (len > 12 && !strncasecmp(p, "grpc-status:", 12))
+		g->code = atoi(p + 12);
+	else if (len > 13 && !strncasecmp(p, "grpc-message:", 13))
+		snprintf(g->message, sizeof(g->message), "%.*s", (int)strcspn(p + 13, "\r\n"),
+			 p + 13 + strspn(p + 13, " "));
+	return len;
+}
+
+/* gRPC codes worth trying again (OTLP's list): CANCELLED, DEADLINE_EXCEEDED,
+ * RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS */
+static bool grpc_retryable(int code)
+{
+	return code == 1 || code == 4 || code == 8 || code == 10 || code == 11 || code == 14 ||
+	       code == 15;
+}
+
 /* POST one checked profile; the file at path is removed the moment the
  * server accepted it (see the note on duplicates at the top) */
 static int post(CURL *c, enum spool_proto proto, const char *url, const struct loaded *f,
 		const char *path, char *why, size_t whylen)
 {
 	struct curl_slist *h = NULL;
-	char *full = NULL;
+	struct grpc_status g = { .code = -1 };
+	char *full = NULL, *frame = NULL;
+	const char *body = f->body;
+	size_t body_len = f->body_len;
 	long status = 0;
 	CURLcode rc;
 	int result = POST_RETRY;
 
-	if (proto == SPOOL_OTLP_HTTP) {
+	if (proto == SPOOL_OTLP_GRPC) {
+		/* OTLP/gRPC over cleartext HTTP/2: the Export method, the gzipped
+		 * request as one compressed length-prefixed message */
+		if (asprintf(&full, "%s/opentelemetry.proto.collector.profiles.v1development."
+			     "ProfilesService/Export", url) < 0)
+			return POST_RETRY;
+		if (!(frame = malloc(body_len + 5))) {
+			free(full);
+			return POST_RETRY;
+		}
+		frame[0] = 1;
+		frame[1] = (char)(body_len >> 24);
+		frame[2] = (char)(body_len >> 16);
+		frame[3] = (char)(body_len >> 8);
+		frame[4] = (char)body_len;
+		memcpy(frame + 5, body, body_len);
+		body = frame;
+		body_len += 5;
+		h = curl.slist_append(h, "Content-Type: application/grpc");
+		h = curl.slist_append(h, "TE: trailers");
+		h = curl.slist_append(h, "grpc-encoding: gzip");
+		h = curl.slist_append(h, "grpc-accept-encoding: gzip");
+	} else if (proto == SPOOL_OTLP_HTTP) {
 		/* OTLP/HTTP: the URL is the endpoint itself, the body a gzipped
 		 * protobuf Export request */
 		if (!(full = strdup(url)))
@@ -378,8 +431,19 @@ static int post(CURL *c, enum spool_proto proto, const char *url, const struct l
 	curl.easy_reset(c);
 	curl.easy_setopt(c, CURLOPT_URL, full);
 	curl.easy_setopt(c, CURLOPT_POST, 1L);
-	curl.easy_setopt(c, CURLOPT_POSTFIELDS, f->body);
-	curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)f->body_len);
+	curl.easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+	if (proto == SPOOL_OTLP_GRPC) {
+		curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)(strncmp(url, "https:", 6)
+				 ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS));
+		curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, grpc_header);
+		curl.easy_setopt(c, CURLOPT_HEADERDATA, &g);
+		/* one connection per call: a reused HTTP/2 connection after
+		 * curl_easy_reset failed in its framing layer here (one call an
+		 * interval: nothing to save) */
+		curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+		curl.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+	}
 	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl.easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
 	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
@@ -389,7 +453,14 @@ static int post(CURL *c, enum spool_proto proto, const char *url, const struct l
 	rc = curl.easy_perform(c);
 	if (rc == CURLE_OK)
 		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (rc == CURLE_OK && status >= 200 && status < 300) {
+	if (proto == SPOOL_OTLP_GRPC && rc == CURLE_OK && status == 200 && g.code != 0) {
+		/* the HTTP exchange went through; the call did not */
+		if (g.code < 0)
+			snprintf(why, whylen, "gRPC: no grpc-status in the answer");
+		else
+			snprintf(why, whylen, "gRPC status %d: %s", g.code, g.message);
+		result = g.code < 0 || grpc_retryable(g.code) ? POST_RETRY : POST_REFUSED;
+	} else if (rc == CURLE_OK && status >= 200 && status < 300) {
 		unlink(path); /* first of all: a crash from here on cannot resend it */
 		result = POST_SENT;
 	} else if (rc != CURLE_OK) {
@@ -400,6 +471,7 @@ static int post(CURL *c, enum spool_proto proto, const char *url, const struct l
 	}
 	curl.slist_free_all(h);
 	free(full);
+	free(frame);
 	return result;
 }
 

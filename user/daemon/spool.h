@@ -51,10 +51,12 @@ struct spool_stats {
 };
 
 /* How the uploader sends a file: Pyroscope's POST URL/ingest?QUERY with the
- * gzipped pprof as the body, or OTLP/HTTP's POST URL (the profiles endpoint)
- * of a gzipped protobuf Export request, QUERY being only a description
- * ("otlp=..."). */
-enum spool_proto { SPOOL_PYROSCOPE, SPOOL_OTLP_HTTP };
+ * gzipped pprof as the body, OTLP/HTTP's POST URL (the profiles endpoint)
+ * of a gzipped protobuf Export request, or OTLP/gRPC's Export call at URL
+ * (scheme, host and port; cleartext HTTP/2 for http://) with that request
+ * as one gzip-compressed message; QUERY is then only a description
+ * ("otlp=...").  gRPC's retryable codes are retried, the others refuse. */
+enum spool_proto { SPOOL_PYROSCOPE, SPOOL_OTLP_HTTP, SPOOL_OTLP_GRPC };
 
 #define SPOOL_REFUSALS 6 /* answers of 4xx to one file before it is dropped */
 
