@@ -36,6 +36,46 @@ OTELCOL = os.path.join(os.environ.get("PYPERF_OTELCOL", "/var/cache/pyperf-bpf/o
                        "otelcol-pyperf")
 
 
+STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
+
+
+class Daemon:
+    """`pyperf-bpf daemon --stats --log tmp_path/daemon.log ARGS`, started and
+    waited for; its log, --stats lines and stop."""
+
+    def __init__(self, args, tmp_path, env=None):
+        self.log = tmp_path / "daemon.log"
+        self.p = subprocess.Popen([PYPERF, "daemon", "--stats", "--log", str(self.log)] + args,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        assert self.wait_log("profiling CPython processes"), self.text()
+
+    def text(self):
+        return self.log.read_text() if self.log.exists() else ""
+
+    def wait_log(self, needle, timeout=30, count=1):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.text().count(needle) >= count:
+                return True
+            if self.p.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return False
+
+    def stop(self, sig=signal.SIGTERM):
+        self.p.send_signal(sig)
+        out, err = self.p.communicate(timeout=60)
+        return self.p.returncode, err
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+    def stats(self):
+        return [tuple(int(x) for x in m.groups()) for m in STATS_RE.finditer(self.text())]
+
+
 def otlp_decode(path, framed=False):
     """OTLP profiles in path as the official bindings read them (tests/otlpread.py,
     run by the peers' Python, which has opentelemetry-proto)."""

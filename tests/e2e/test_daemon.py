@@ -18,10 +18,9 @@ import urllib.parse
 
 import pytest
 
-from conftest import PYPERF, ROOT, SUPPORTED, UNSUPPORTED, WORKLOADS, run_pyperf
+from conftest import PYPERF, ROOT, SUPPORTED, UNSUPPORTED, WORKLOADS, Daemon, run_pyperf
 from pprofread import pprof, pprof_raw, pprof_total
 
-STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
 
 
 def python():
@@ -58,35 +57,6 @@ class Receiver:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
-
-
-class Daemon:
-    def __init__(self, args, tmp_path):
-        self.log = tmp_path / "daemon.log"
-        self.p = subprocess.Popen([PYPERF, "daemon", "--stats", "--log", str(self.log)] + args,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert self.wait_log("profiling CPython processes"), self.text()
-
-    def text(self):
-        return self.log.read_text() if self.log.exists() else ""
-
-    def wait_log(self, needle, timeout=30, count=1):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.text().count(needle) >= count:
-                return True
-            if self.p.poll() is not None:
-                return False
-            time.sleep(0.1)
-        return False
-
-    def stop(self, sig=signal.SIGTERM):
-        self.p.send_signal(sig)
-        out, err = self.p.communicate(timeout=60)
-        return self.p.returncode, err
-
-    def stats(self):
-        return [tuple(int(x) for x in m.groups()) for m in STATS_RE.finditer(self.text())]
 
 
 def workload(tmp_path, seconds, name="w", env=None):

@@ -140,26 +140,13 @@ static int32_t table_index(struct builder *b, struct table *t, const void *key, 
 	return (int32_t)t->n++;
 }
 
-/* a copy of s in the arena; proto3 strings are UTF-8: bad bytes become U+FFFD */
+/* a copy of s in the arena, made UTF-8 (out_utf8_clean) */
 static char *utf8_dup(struct builder *b, const char *s)
 {
-	char *out = alloc(b, strlen(s) * 3 + 1), *o = out;
+	char *out = alloc(b, strlen(s) * 3 + 1);
 
-	while (o && *s) {
-		int len = out_utf8_len(s);
-
-		if (len) {
-			memcpy(o, s, (size_t)len);
-			o += len;
-			s += len;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			s++;
-		}
-	}
-	if (o)
-		*o = 0;
+	if (out)
+		out_utf8_clean(out, s);
 	return out;
 }
 
@@ -222,10 +209,9 @@ static int32_t *one_index(struct builder *b, int32_t i)
 	return p;
 }
 
-static int32_t func_index(struct builder *b, char kind, const char *name, const char *file,
-			  int firstline)
+static int32_t func_index(struct builder *b, const struct out_loc *l)
 {
-	size_t nl = strlen(name), fl = strlen(file), klen = 1 + sizeof(int) + nl + 1 + fl;
+	size_t klen = out_func_key_len(l);
 	char *key = alloc(b, klen);
 	Function *f;
 	bool fresh;
@@ -233,17 +219,14 @@ static int32_t func_index(struct builder *b, char kind, const char *name, const 
 
 	if (!key)
 		return 0;
-	key[0] = kind;
-	memcpy(key + 1, &firstline, sizeof(int));
-	memcpy(key + 1 + sizeof(int), name, nl + 1);
-	memcpy(key + 1 + sizeof(int) + nl + 1, file, fl);
+	out_func_key(key, l);
 	i = table_index(b, &b->funcs, key, klen, &fresh);
 	if (!fresh || !(f = alloc(b, sizeof(*f))))
 		return i;
 	otlp__function__init(f);
-	f->name_strindex = f->system_name_strindex = str_index(b, name);
-	f->filename_strindex = str_index(b, file);
-	f->start_line = firstline;
+	f->name_strindex = f->system_name_strindex = str_index(b, l->name);
+	f->filename_strindex = str_index(b, l->file);
+	f->start_line = l->firstline;
 	b->funcs.v[i] = f;
 	return i;
 }
@@ -318,23 +301,17 @@ static int32_t loc_index(struct builder *b, int32_t func, int64_t line, int32_t 
 	return i;
 }
 
-static int32_t frame_loc(struct builder *b, const struct pframe *f)
+/* the index of location l, with its frame type: native ones in a known
+ * binary carry its mapping */
+static int32_t location(struct builder *b, const struct out_loc *l)
 {
-	const struct func *fn = f->fn;
-	int32_t id;
+	static const char *const types[] = {
+		[OUT_LOC_KERNEL] = "kernel", [OUT_LOC_PYTHON] = "cpython",
+		[OUT_LOC_NATIVE] = "native", [OUT_LOC_MARK] = NULL,
+	};
 
-	switch (fn->kind) {
-	case FN_PYTHON:
-		id = func_index(b, 'p', fn->name, fn->file, fn->firstlineno);
-		return loc_index(b, id, b->c->lines ? func_line(fn, f->instr) : 0, 0, 0, "cpython");
-	case FN_MARK:
-		return loc_index(b, func_index(b, 'm', fn->name, "", 0), 0, 0, 0, NULL);
-	default: /* native */
-		id = func_index(b, 'n', fn->name, fn->bin ? fn->bin->path : fn->file, 0);
-		if (fn->bin)
-			return loc_index(b, id, 0, map_index(b, fn->bin), fn->addr, "native");
-		return loc_index(b, id, 0, 0, 0, "native");
-	}
+	return loc_index(b, func_index(b, l), l->line, l->bin ? map_index(b, l->bin) : 0, l->addr,
+			 types[l->kind]);
 }
 
 static int32_t stack_index(struct builder *b, const int32_t *locs, size_t n)
@@ -408,30 +385,24 @@ static void add_sample(struct builder *b, const struct psample *s, int32_t stack
 
 static void add_samples(struct builder *b)
 {
-	size_t n, cap = PYPERF_KSTACK_DEPTH + PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 8;
+	size_t n;
 	struct psample **v = out_samples(b->c, &n);
-	int32_t *ids = malloc(cap * sizeof(*ids));
+	struct out_loc *locs = malloc(OUT_MAX_LOCS * sizeof(*locs));
+	int32_t *ids = malloc(OUT_MAX_LOCS * sizeof(*ids));
 
-	if (!v || !ids) {
+	if (!v || !ids || !locs) {
 		b->failed = true;
 		goto out;
 	}
 	for (size_t i = 0; i < n && !b->failed; i++) {
-		const struct psample *s = v[i];
-		size_t k = 0;
+		size_t k = out_sample_locs(b->c, v[i], locs, OUT_MAX_LOCS);
 
-		for (uint32_t j = 0; s->kstack && j < s->kstack->n && k < cap - 4; j++)
-			ids[k++] = loc_index(b, func_index(b, 'k', s->kstack->names[j],
-							   "[kernel.kallsyms]", 0), 0, 0, 0, "kernel");
-		for (uint32_t j = 0; j < s->stack->nframes && k < cap - 4; j++)
-			ids[k++] = frame_loc(b, &s->stack->frames[j]);
-		if (s->stack->flags & STACK_BAD_READ)
-			ids[k++] = loc_index(b, func_index(b, 'm', "[incomplete]", "", 0), 0, 0, 0, NULL);
-		if (s->stack->flags & STACK_TRUNCATED)
-			ids[k++] = loc_index(b, func_index(b, 'm', "[truncated]", "", 0), 0, 0, 0, NULL);
-		add_sample(b, s, stack_index(b, ids, k));
+		for (size_t j = 0; j < k; j++)
+			ids[j] = location(b, &locs[j]);
+		add_sample(b, v[i], stack_index(b, ids, k));
 	}
 out:
+	free(locs);
 	free(ids);
 	free(v);
 }

@@ -81,29 +81,13 @@ struct builder {
 	bool failed;
 };
 
-/* a malloc'd copy of s in which bytes that are not UTF-8 (a comm cut in the
- * middle of a character, a binary's path) become U+FFFD: proto3 strings must
- * be UTF-8, and strict readers refuse the whole profile otherwise */
+/* a malloc'd copy of s, made UTF-8 (out_utf8_clean) */
 static char *utf8_copy(const char *s)
 {
-	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+	char *out = malloc(strlen(s) * 3 + 1);
 
-	if (!out)
-		return NULL;
-	while (*s) {
-		int len = out_utf8_len(s);
-
-		if (len) {
-			memcpy(o, s, (size_t)len);
-			o += len;
-			s += len;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			s++;
-		}
-	}
-	*o = 0;
+	if (out)
+		out_utf8_clean(out, s);
 	return out;
 }
 
@@ -124,11 +108,10 @@ static int64_t str_id(struct builder *b, const char *s)
 	return (int64_t)id - 1;
 }
 
-/* the id of the Function (kind, name, file, first line), made on first use */
-static uint64_t func_id(struct builder *b, char kind, const char *name, const char *file,
-			int firstline)
+/* the id of l's Function (kind, name, file, first line), made on first use */
+static uint64_t func_id(struct builder *b, const struct out_loc *l)
 {
-	size_t nl = strlen(name), fl = strlen(file), klen = 1 + sizeof(int) + nl + 1 + fl;
+	size_t klen = out_func_key_len(l);
 	char *key = malloc(klen);
 	uintptr_t id;
 	Function *f;
@@ -137,19 +120,16 @@ static uint64_t func_id(struct builder *b, char kind, const char *name, const ch
 		b->failed = true;
 		return 0;
 	}
-	key[0] = kind;
-	memcpy(key + 1, &firstline, sizeof(int));
-	memcpy(key + 1 + sizeof(int), name, nl + 1);
-	memcpy(key + 1 + sizeof(int) + nl + 1, file, fl);
+	out_func_key(key, l);
 	id = (uintptr_t)hmap_get(&b->func_ids, key, klen);
 	if (!id) {
 		f = malloc(sizeof(*f));
 		if (f) {
 			perftools__profiles__function__init(f);
 			f->id = b->funcs.n + 1;
-			f->name = f->system_name = str_id(b, name);
-			f->filename = str_id(b, file);
-			f->start_line = firstline;
+			f->name = f->system_name = str_id(b, l->name);
+			f->filename = str_id(b, l->file);
+			f->start_line = l->firstline;
 		}
 		id = b->funcs.n + 1;
 		if (vec_push(&b->funcs, f) || hmap_put(&b->func_ids, key, klen, (void *)id))
@@ -224,23 +204,10 @@ static uint64_t loc_id(struct builder *b, uint64_t func, int64_t line, uint64_t 
 	return id;
 }
 
-static uint64_t frame_loc(struct builder *b, const struct pframe *f)
+/* the id of location l: native ones in a known binary carry its mapping */
+static uint64_t location(struct builder *b, const struct out_loc *l)
 {
-	const struct func *fn = f->fn;
-	uint64_t id;
-
-	switch (fn->kind) {
-	case FN_PYTHON:
-		id = func_id(b, 'p', fn->name, fn->file, fn->firstlineno);
-		return loc_id(b, id, b->c->lines ? func_line(fn, f->instr) : 0, 0, 0);
-	case FN_MARK:
-		return loc_id(b, func_id(b, 'm', fn->name, "", 0), 0, 0, 0);
-	default: /* native */
-		id = func_id(b, 'n', fn->name, fn->bin ? fn->bin->path : fn->file, 0);
-		if (fn->bin)
-			return loc_id(b, id, 0, map_id(b, fn->bin), fn->addr);
-		return loc_id(b, id, 0, 0, 0);
-	}
+	return loc_id(b, func_id(b, l), l->line, l->bin ? map_id(b, l->bin) : 0, l->addr);
 }
 
 static Label *new_label(struct builder *b, const char *key, const char *str, int64_t num)
@@ -329,30 +296,24 @@ static void add_sample(struct builder *b, const struct psample *s, uint64_t *key
 
 static void add_samples(struct builder *b, int64_t period)
 {
-	size_t n, cap = PYPERF_KSTACK_DEPTH + PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 8;
+	size_t n;
 	struct psample **v = out_samples(b->c, &n);
-	uint64_t *ids = malloc(cap * sizeof(*ids));
+	struct out_loc *locs = malloc(OUT_MAX_LOCS * sizeof(*locs));
+	uint64_t *ids = malloc((OUT_MAX_LOCS + 2) * sizeof(*ids)); /* + the sample key's pid, tid */
 
-	if (!v || !ids) {
+	if (!v || !ids || !locs) {
 		b->failed = true;
 		goto out;
 	}
 	for (size_t i = 0; i < n && !b->failed; i++) {
-		const struct psample *s = v[i];
-		size_t k = 0;
+		size_t k = out_sample_locs(b->c, v[i], locs, OUT_MAX_LOCS);
 
-		for (uint32_t j = 0; s->kstack && j < s->kstack->n && k < cap - 4; j++)
-			ids[k++] = loc_id(b, func_id(b, 'k', s->kstack->names[j], "[kernel.kallsyms]", 0),
-					  0, 0, 0);
-		for (uint32_t j = 0; j < s->stack->nframes && k < cap - 4; j++)
-			ids[k++] = frame_loc(b, &s->stack->frames[j]);
-		if (s->stack->flags & STACK_BAD_READ)
-			ids[k++] = loc_id(b, func_id(b, 'm', "[incomplete]", "", 0), 0, 0, 0);
-		if (s->stack->flags & STACK_TRUNCATED)
-			ids[k++] = loc_id(b, func_id(b, 'm', "[truncated]", "", 0), 0, 0, 0);
-		add_sample(b, s, ids, k, period);
+		for (size_t j = 0; j < k; j++)
+			ids[j] = location(b, &locs[j]);
+		add_sample(b, v[i], ids, k, period);
 	}
 out:
+	free(locs);
 	free(ids);
 	free(v);
 }

@@ -90,6 +90,70 @@ int out_utf8_len(const char *str)
 	return len;
 }
 
+void out_utf8_clean(char *o, const char *s)
+{
+	while (*s) {
+		int len = out_utf8_len(s);
+
+		if (len) {
+			memcpy(o, s, (size_t)len);
+			o += len;
+			s += len;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			s++;
+		}
+	}
+	*o = 0;
+}
+
+size_t out_sample_locs(const struct out_ctx *c, const struct psample *s, struct out_loc *out,
+		       size_t max)
+{
+	size_t k = 0;
+
+	for (uint32_t j = 0; s->kstack && j < s->kstack->n && k < max - 2; j++)
+		out[k++] = (struct out_loc){ .kind = OUT_LOC_KERNEL, .name = s->kstack->names[j],
+					     .file = "[kernel.kallsyms]" };
+	for (uint32_t j = 0; j < s->stack->nframes && k < max - 2; j++) {
+		const struct pframe *f = &s->stack->frames[j];
+		const struct func *fn = f->fn;
+
+		if (fn->kind == FN_PYTHON)
+			out[k++] = (struct out_loc){ .kind = OUT_LOC_PYTHON, .name = fn->name,
+						     .file = fn->file, .firstline = fn->firstlineno,
+						     .line = c->lines ? func_line(fn, f->instr) : 0 };
+		else if (fn->kind == FN_MARK)
+			out[k++] = (struct out_loc){ .kind = OUT_LOC_MARK, .name = fn->name, .file = "" };
+		else
+			out[k++] = (struct out_loc){ .kind = OUT_LOC_NATIVE, .name = fn->name,
+						     .file = fn->bin ? fn->bin->path : fn->file,
+						     .bin = fn->bin, .addr = fn->bin ? fn->addr : 0 };
+	}
+	if (s->stack->flags & STACK_BAD_READ)
+		out[k++] = (struct out_loc){ .kind = OUT_LOC_MARK, .name = "[incomplete]", .file = "" };
+	if (s->stack->flags & STACK_TRUNCATED)
+		out[k++] = (struct out_loc){ .kind = OUT_LOC_MARK, .name = "[truncated]", .file = "" };
+	return k;
+}
+
+size_t out_func_key_len(const struct out_loc *l)
+{
+	return 1 + sizeof(int) + strlen(l->name) + 1 + strlen(l->file);
+}
+
+size_t out_func_key(char *key, const struct out_loc *l)
+{
+	size_t nl = strlen(l->name), fl = strlen(l->file);
+
+	key[0] = (char)('a' + l->kind);
+	memcpy(key + 1, &l->firstline, sizeof(int));
+	memcpy(key + 1 + sizeof(int), l->name, nl + 1);
+	memcpy(key + 1 + sizeof(int) + nl + 1, l->file, fl);
+	return 1 + sizeof(int) + nl + 1 + fl;
+}
+
 struct psample **out_samples(const struct out_ctx *c, size_t *n)
 {
 	struct psample **v = profile_samples(c->prof, n);

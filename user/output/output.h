@@ -50,6 +50,33 @@ void out_root_frames(struct sbuf *b, const struct out_ctx *c, const struct psamp
 /* Bytes of the UTF-8 character at s (1 to 4), or 0 if the bytes there are
  * not one (formats that must be valid UTF-8 replace those). */
 int out_utf8_len(const char *s);
+/* s into dst (strlen(s) * 3 + 1 bytes) with every byte that is not UTF-8
+ * made U+FFFD: protobuf strings must be UTF-8, and strict readers refuse a
+ * whole profile otherwise (a comm cut in a character, a binary's path) */
+void out_utf8_clean(char *dst, const char *s);
+
+/* One location of a sample as pprof and OTLP list them. */
+enum out_loc_kind { OUT_LOC_KERNEL, OUT_LOC_PYTHON, OUT_LOC_NATIVE, OUT_LOC_MARK };
+struct out_loc {
+	enum out_loc_kind kind;
+	const char *name;
+	const char *file;            /* "[kernel.kallsyms]", co_filename, the binary, "" */
+	int firstline;               /* Python: the code object's first line */
+	int64_t line;                /* Python: the current line (0 under --no-lines) */
+	const struct binary *bin;    /* native: its binary, if known (else NULL) */
+	uint64_t addr;               /* native in bin: the symbol's ELF address */
+};
+/* The locations of s, leaf first: its kernel frames, the merged Python and
+ * native frames, then [incomplete] and [truncated] when the walk missed the
+ * root side; at most max (the markers always fit: max > 2).  Their number. */
+size_t out_sample_locs(const struct out_ctx *c, const struct psample *s, struct out_loc *out,
+		       size_t max);
+/* The most out_sample_locs gives. */
+#define OUT_MAX_LOCS (PYPERF_KSTACK_DEPTH + PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 8)
+/* The bytes that name l's function (kind, first line, name, file: a
+ * hash key) into key, which must hold out_func_key_len(l); their number. */
+size_t out_func_key_len(const struct out_loc *l);
+size_t out_func_key(char *key, const struct out_loc *l);
 /* The samples every writer shows (profile_samples, limited to c->pid and
  * c->gen); the caller frees the array.  NULL when out of memory. */
 struct psample **out_samples(const struct out_ctx *c, size_t *n);
