@@ -78,6 +78,18 @@ static const char *app_of(void *ctx, int pid, uint32_t gen)
 	return select_app(&((struct daemon *)ctx)->sel, pid, gen);
 }
 
+void sink_out_ctx(const struct sink_interval *iv, struct out_ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->prof = iv->prof;
+	c->lines = true;
+	c->duration_s = iv->secs;
+	c->freq = iv->cfg->freq;
+	c->mode = iv->cfg->mode;
+	c->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	c->start_unix_ns = iv->from_ns;
+}
+
 const char *sink_pprof(struct sink_interval *iv, struct sink_image *img, size_t *len)
 {
 	struct out_ctx c;
@@ -94,15 +106,8 @@ const char *sink_pprof(struct sink_interval *iv, struct sink_image *img, size_t 
 		img->pprof_errno = errno;
 		return NULL;
 	}
-	memset(&c, 0, sizeof(c));
-	c.prof = iv->prof;
-	c.lines = true;
-	c.duration_s = iv->secs;
-	c.freq = iv->cfg->freq;
-	c.mode = iv->cfg->mode;
-	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	sink_out_ctx(iv, &c);
 	c.title = img->app;
-	c.start_unix_ns = iv->from_ns;
 	c.pid = img->pid;
 	c.gen = img->gen;
 	rc = out_pprof(f, &c);

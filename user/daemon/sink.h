@@ -45,6 +45,9 @@ struct sink_interval {
 	uint64_t bytes;              /* what the sinks rendered, for --stats */
 };
 
+struct out_ctx;
+/* *c for writing the interval (every process; a writer limits it) */
+void sink_out_ctx(const struct sink_interval *iv, struct out_ctx *c);
 /* img's gzipped pprof, rendered once for all sinks; NULL (errno set) if it
  * could not be */
 const char *sink_pprof(struct sink_interval *iv, struct sink_image *img, size_t *len);

@@ -61,14 +61,7 @@ static char *render(struct sink_interval *iv, size_t *len)
 
 	if (!f)
 		return NULL;
-	memset(&c, 0, sizeof(c));
-	c.prof = iv->prof;
-	c.lines = true;
-	c.duration_s = iv->secs;
-	c.freq = iv->cfg->freq;
-	c.mode = iv->cfg->mode;
-	c.ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	c.start_unix_ns = iv->from_ns;
+	sink_out_ctx(iv, &c);
 	c.service_of = app_of;
 	c.service_ctx = iv;
 	rc = out_otlp(f, &c);
