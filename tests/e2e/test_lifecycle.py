@@ -141,7 +141,9 @@ def test_module_bodies_run_once_are_each_named(python, tmp_path):
     for frames, count in stacks:
         m = re.match(r"<module> \(.*/body_(\d+)\.py:(\d+)\)$", frames[-1])
         if m:
-            assert m.group(2) in ("1", "2", "3", "4"), frames[-1]  # the spin loop's, or first
+            # a line of the body: the spin loop's, the first, or the def after the
+            # loop (a sample there is rare, seen once in CI on a loaded machine)
+            assert m.group(2) in ("1", "2", "3", "4", "5"), frames[-1]
             per[int(m.group(1))] = per.get(int(m.group(1)), 0) + count
     assert sorted(per) == list(range(20)), per
     mean = sum(per.values()) / 20
