@@ -100,7 +100,7 @@ static int load_curl(char *err, size_t errlen)
 		return 0;
 	lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		set_err(err, errlen, "--push needs libcurl (Debian package libcurl4): %s", dlerror());
+		set_err(err, errlen, "--push and --otlp need libcurl (Debian package libcurl4): %s", dlerror());
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
