@@ -110,7 +110,6 @@ static void prune(const char *dirpath, long keep, uint64_t keep_bytes)
 	free(v);
 }
 
-
 struct dir_sink {
 	struct sink base;
 	char dir[1024];
