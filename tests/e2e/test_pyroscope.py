@@ -42,7 +42,8 @@ class Pyroscope:
              "-storage.backend=filesystem", f"-storage.filesystem.dir={data}/shared",
              "-self-profiling.disable-push", "-usage-stats.enabled=false",
              "-ingester.min-ready-duration=0s", "-ingester.join-after=0s",
-             "-ingester.final-sleep=0s"], stdout=self.log, stderr=subprocess.STDOUT)
+             "-ingester.final-sleep=0s"], stdout=self.log, stderr=subprocess.STDOUT,
+            cwd=tmp_path)  # it writes state of its own (data-compactor/) where it runs
         end = time.monotonic() + 90
         while time.monotonic() < end:
             assert self.p.poll() is None, open(self.log.name).read()[-3000:]
