@@ -354,21 +354,20 @@ static __always_inline void send_event(__u32 kind, __u32 pid)
 
 /* A process we cannot sample yet: ask the loader, at most every 50 ms (the
  * loader may push retry_after further out for processes that are not Python).
- * weight: what this event would have counted (a CPU sample's), kept in the
- * process's skip entry. */
+ * weight: what this event would have counted (a CPU sample's), added up for
+ * a process the loader refused (never announced again) and for no other. */
 static __always_inline void announce_unknown(__u32 tgid, __u64 weight)
 {
 	struct skip_info *s = bpf_map_lookup_elem(&skip, &tgid);
 	__u64 now = bpf_ktime_get_ns();
-	struct skip_info next = { .retry_after_ns = now + NEW_PID_RETRY_NS, .weight = weight };
+	struct skip_info next = { .retry_after_ns = now + NEW_PID_RETRY_NS };
 	struct ev_header ev = { .kind = EV_NEW_PID, .pid = tgid };
 
-	if (s && weight)
-		__sync_fetch_and_add(&s->weight, weight);
-	if (s && now < s->retry_after_ns)
+	if (s && now < s->retry_after_ns) {
+		if (s->refused && weight)
+			__sync_fetch_and_add(&s->weight, weight);
 		return;
-	if (s)
-		next.weight = s->weight;
+	}
 	bpf_map_update_elem(&skip, &tgid, &next, BPF_ANY);
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0)
 		stat_inc(STAT_NEW_PID_EVENTS);

@@ -642,9 +642,11 @@ enum stat_idx {
 /* Value of the `skip` map: until when a non-Python pid is not announced again. */
 struct skip_info {
 	__u64 retry_after_ns;
-	__u64 weight;                /* what this process's samples weighed while it was
-				      * unknown or refused (the report counts the samples
-				      * of processes it could not profile) */
+	__u32 refused;               /* the loader cannot profile it (an unsupported
+				      * CPython): its samples are weighed */
+	__u32 pad;
+	__u64 weight;                /* what its samples weighed since it was refused
+				      * (the report counts them) */
 };
 
 #endif /* PYPERF_H */

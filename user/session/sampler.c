@@ -680,13 +680,10 @@ int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retr
 				    sizeof(retry_after_ns), BPF_ANY);
 }
 
-int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns)
+int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns, bool refused)
 {
-	struct skip_info si = { 0 };
+	struct skip_info si = { .retry_after_ns = retry_after_ns, .refused = refused };
 
-	/* the weight counted so far stays */
-	(void)bpf_map__lookup_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), 0);
-	si.retry_after_ns = retry_after_ns;
 	return bpf_map__update_elem(s->skel->maps.skip, &pid, sizeof(pid), &si, sizeof(si), BPF_ANY);
 }
 

@@ -104,10 +104,12 @@ void sampler_exited(struct sampler *s, uint32_t pid);
  * repeated at the fast rate new code gets. */
 #define SAMPLER_STRAY_PAUSE_MS 100
 int sampler_stray_pc(struct sampler *s, uint32_t pid, uint64_t pc, uint64_t retry_after_ns);
-/* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC). */
-int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns);
-/* What pid's samples weighed while the sampler did not profile it (0 when
- * its skip entry is gone). */
+/* Do not announce pid again before retry_after_ns (CLOCK_MONOTONIC);
+ * refused: the loader cannot profile it, so the sampler weighs its samples
+ * from now on (sampler_skipped_weight). */
+int sampler_skip(struct sampler *s, uint32_t pid, uint64_t retry_after_ns, bool refused);
+/* What a refused pid's samples weighed since (0 when its skip entry is
+ * gone). */
 uint64_t sampler_skipped_weight(struct sampler *s, uint32_t pid);
 /* What the sampler saw of code object `code` of pid whose check was `check`
  * when it walked a new stack (struct code_id); 0, or -1: not (any longer)

@@ -376,7 +376,7 @@ static void classify(struct session *r, int pid)
 	switch (rc) {
 	case PYPROC_OK:
 		if (r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)) {
-			sampler_skip(r->s, pid, UINT64_MAX); /* asked again if it execs */
+			sampler_skip(r->s, pid, UINT64_MAX, false); /* asked again if it execs */
 			return;
 		}
 		if (r->o->verbose)
@@ -408,7 +408,7 @@ static void classify(struct session *r, int pid)
 			err_line(r, err);
 		if (ps)
 			ps->warned = true;
-		sampler_skip(r->s, pid, UINT64_MAX);
+		sampler_skip(r->s, pid, UINT64_MAX, true);
 		return;
 	case PYPROC_NOT_PYTHON:
 		ps = pid_state(r, pid);
@@ -417,7 +417,7 @@ static void classify(struct session *r, int pid)
 		ps->backoff_ns = ps->backoff_ns ? ps->backoff_ns * 2 : BACKOFF_FIRST_NS;
 		if (ps->backoff_ns > BACKOFF_MAX_NS)
 			ps->backoff_ns = BACKOFF_MAX_NS;
-		sampler_skip(r->s, pid, clock_mono_ns() + ps->backoff_ns);
+		sampler_skip(r->s, pid, clock_mono_ns() + ps->backoff_ns, false);
 		return;
 	}
 }
@@ -947,7 +947,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		r.names.nat = &r.nat;
 		r.nat_on = true;
 	}
-	sampler_skip(r.s, getpid(), UINT64_MAX);
+	sampler_skip(r.s, getpid(), UINT64_MAX, false);
 	if (describe_pids(&r, err, sizeof(err)))
 		goto fail;
 	if (o->cmd && sampler_add_target(r.s, r.child)) {
