@@ -391,16 +391,10 @@ static void classify(struct session *r, int pid)
 	case PYPROC_UNSUPPORTED:
 		ps = pid_state(r, pid);
 		if (ps && !ps->warned) {
-			char comm[PYPERF_COMM_LEN] = "", path[64];
+			char comm[PYPERF_COMM_LEN];
 			const char *why = strstr(err, ": ");
-			FILE *f;
 
-			snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-			if ((f = fopen(path, "re"))) {
-				if (fgets(comm, sizeof(comm), f))
-					comm[strcspn(comm, "\n")] = 0;
-				fclose(f);
-			}
+			proc_comm(pid, comm, sizeof(comm));
 			/* the report lists it, with its samples */
 			profile_refuse(&r->prof, pid, comm, why && !strncmp(err, "pid ", 4) ? why + 2 : err);
 		}
