@@ -700,7 +700,6 @@ static struct nbin *new_bin(struct native *n, int fd, const char *path, const st
 			b->info.build_id[0] = 0;
 	}
 	n->st.binaries++;
-	n->st.open_files++;
 	return b;
 }
 
@@ -722,8 +721,6 @@ void native_close_idle(struct native *n, uint64_t idle_ns)
 		b->sym = NULL;
 		close(b->fd);
 		b->fd = -1;
-		n->st.closed++;
-		n->st.open_files--;
 	}
 }
 
@@ -754,7 +751,6 @@ static struct nbin *file_bin(struct native *n, int pid, const struct proc_map *m
 	if (b && b->fd < 0) { /* let go while idle: this is its file again */
 		b->fd = fd;
 		b->sym_failed = false;
-		n->st.open_files++;
 		return b;
 	}
 	if (b) {

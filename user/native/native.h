@@ -39,9 +39,6 @@ struct native_stats {
 	uint64_t failed;             /* binaries whose CFI could not be read */
 	uint64_t evicted;            /* tables dropped to make room (rebuilt if needed) */
 	uint64_t reclaimed;          /* tables dropped when no process mapped them */
-	uint64_t closed;             /* binaries whose file and symbols were let go,
-				      * idle (reopened if mapped again) */
-	uint64_t open_files;         /* binaries held open now */
 	uint64_t no_slot;            /* binaries given no table: all slots busy */
 	uint64_t build_ns;           /* time spent building tables (worker) */
 	uint64_t max_build_ns;       /* the slowest one */
