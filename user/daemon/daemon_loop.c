@@ -90,6 +90,22 @@ void sink_out_ctx(const struct sink_interval *iv, struct out_ctx *c)
 	c->start_unix_ns = iv->from_ns;
 }
 
+void spool_sink_stats(struct sink *s, struct spool_stats *st)
+{
+	struct spool_stats o;
+
+	spool_get_stats(((struct spool_sink *)s)->spool, &o);
+	spool_stats_add(st, &o);
+}
+
+size_t spool_sink_close(struct sink *s)
+{
+	size_t left = spool_close(((struct spool_sink *)s)->spool, 5.0); /* a last try */
+
+	free(s);
+	return left;
+}
+
 const char *sink_pprof(struct sink_interval *iv, struct sink_image *img, size_t *len)
 {
 	struct out_ctx c;

@@ -71,6 +71,15 @@ struct sink {
 	const struct sink_ops *ops;
 };
 
+/* A sink that sends through a spool of its own (Pyroscope, OTLP), and the
+ * stats and close every such sink has. */
+struct spool_sink {
+	struct sink base;
+	struct spool *spool;
+};
+void spool_sink_stats(struct sink *s, struct spool_stats *st);
+size_t spool_sink_close(struct sink *s);
+
 /* The sinks cfg asks for, each NULL when not asked for, or with a message in
  * err when it cannot start (then the daemon does not either). */
 struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen);

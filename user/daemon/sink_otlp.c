@@ -22,11 +22,6 @@
 
 #define OTLP_PROFILES_PATH "/v1development/profiles"
 
-struct otlp_sink {
-	struct sink base;
-	struct spool *spool;
-};
-
 /* the profiles endpoint of url (gRPC: its scheme, host and port) */
 static void endpoint(const char *url, bool grpc, char *out, size_t len)
 {
@@ -85,7 +80,7 @@ static char *render(struct sink_interval *iv, size_t *len)
 
 static void otlp_put(struct sink *s, struct sink_interval *iv)
 {
-	struct otlp_sink *o = (struct otlp_sink *)s;
+	struct spool_sink *o = (struct spool_sink *)s;
 	char query[128], err[512];
 	size_t len;
 	char *data;
@@ -109,33 +104,17 @@ static void otlp_configure(struct sink *s, const struct daemon_cfg *cfg)
 	char url[1200];
 
 	endpoint(cfg->otlp, !strcmp(cfg->otlp_protocol, "grpc"), url, sizeof(url));
-	spool_configure(((struct otlp_sink *)s)->spool, cfg->spool_bytes, url);
-}
-
-static void otlp_stats(struct sink *s, struct spool_stats *st)
-{
-	struct spool_stats o;
-
-	spool_get_stats(((struct otlp_sink *)s)->spool, &o);
-	spool_stats_add(st, &o);
-}
-
-static size_t otlp_close(struct sink *s)
-{
-	size_t left = spool_close(((struct otlp_sink *)s)->spool, 5.0);
-
-	free(s);
-	return left;
+	spool_configure(((struct spool_sink *)s)->spool, cfg->spool_bytes, url);
 }
 
 static const struct sink_ops otlp_ops = {
-	.name = "otlp", .put = otlp_put, .configure = otlp_configure, .stats = otlp_stats,
-	.close = otlp_close,
+	.name = "otlp", .put = otlp_put, .configure = otlp_configure, .stats = spool_sink_stats,
+	.close = spool_sink_close,
 };
 
 struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
 {
-	struct otlp_sink *o;
+	struct spool_sink *o;
 	char dir[1100], url[1200];
 
 	err[0] = 0;

@@ -10,11 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct pyroscope_sink {
-	struct sink base;
-	struct spool *spool;
-};
-
 static void url_escape(const char *s, char *out, size_t len)
 {
 	size_t n = 0;
@@ -57,7 +52,7 @@ static void push_one(struct spool *sp, const struct sink_interval *iv, const str
 
 static void pyroscope_put(struct sink *s, struct sink_interval *iv)
 {
-	struct pyroscope_sink *p = (struct pyroscope_sink *)s;
+	struct spool_sink *p = (struct spool_sink *)s;
 
 	for (size_t i = 0; i < iv->nimg; i++) {
 		size_t len;
@@ -70,33 +65,17 @@ static void pyroscope_put(struct sink *s, struct sink_interval *iv)
 
 static void pyroscope_configure(struct sink *s, const struct daemon_cfg *cfg)
 {
-	spool_configure(((struct pyroscope_sink *)s)->spool, cfg->spool_bytes, cfg->push);
-}
-
-static void pyroscope_stats(struct sink *s, struct spool_stats *st)
-{
-	struct spool_stats o;
-
-	spool_get_stats(((struct pyroscope_sink *)s)->spool, &o);
-	spool_stats_add(st, &o);
-}
-
-static size_t pyroscope_close(struct sink *s)
-{
-	size_t left = spool_close(((struct pyroscope_sink *)s)->spool, 5.0);
-
-	free(s);
-	return left;
+	spool_configure(((struct spool_sink *)s)->spool, cfg->spool_bytes, cfg->push);
 }
 
 static const struct sink_ops pyroscope_ops = {
 	.name = "push", .put = pyroscope_put, .configure = pyroscope_configure,
-	.stats = pyroscope_stats, .close = pyroscope_close,
+	.stats = spool_sink_stats, .close = spool_sink_close,
 };
 
 struct sink *sink_pyroscope_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
 {
-	struct pyroscope_sink *p;
+	struct spool_sink *p;
 
 	err[0] = 0;
 	if (!cfg->push[0])
