@@ -502,6 +502,28 @@ static __always_inline bool holds_gil(const struct proc_info *p, __u64 tstate)
 	return locked && read_ptr(gil + o->gil_holder) == tstate;
 }
 
+/* Is the cyclic garbage collector running on this thread?  Its flag is the
+ * interpreter's (or, in 3.8, the runtime's), so of the threads that run
+ * while it is set the one holding the GIL is the collector's; the flag is
+ * read first, since it is almost always clear. */
+static __always_inline bool runs_gc(const struct proc_info *p, __u64 tstate)
+{
+	const struct py_offsets *o = &p->off;
+	__u64 base;
+	__s32 collecting = 0;
+
+	if (o->gc_in == GIL_IN_RUNTIME)
+		base = p->runtime_addr;
+	else if (o->gc_in == GIL_IN_INTERP)
+		base = read_ptr(p->runtime_addr + o->runtime_interp_head);
+	else
+		return false;
+	if (!base || bpf_probe_read_user(&collecting, sizeof(collecting),
+					 (void *)(base + o->gc_collecting)) || !collecting)
+		return false;
+	return holds_gil(p, tstate);
+}
+
 /* Walk the current thread of profiled process p into s->ev and the key
  * (without its kernel stack): Python frames, then native ones from
  * s->regs0.  flags start as extra (STACK_OFFCPU); hash_in folds in what the
@@ -525,6 +547,8 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
 		stat_inc(STAT_NO_GIL);
 		return false;
 	}
+	if (tstate && runs_gc(p, tstate))
+		w->flags |= STACK_GC;
 	/* one path whether or not the thread has Python frames (frame_step
 	 * stops at once without one), so the verifier walks the native
 	 * unwinder below once, not once per case */

@@ -94,6 +94,12 @@ struct py_offsets {
 	__u16 gil_state;             /* its offset there */
 	__u16 gil_locked;            /* int locked */
 	__u16 gil_holder;            /* PyThreadState *last_holder */
+	/* the cyclic garbage collector's `int collecting` (struct
+	 * _gc_runtime_state): in _PyRuntime in 3.8, in each interpreter after;
+	 * samples taken while it is set, of the thread holding the GIL, are
+	 * marked STACK_GC */
+	__u8 gc_in;                  /* where: enum py_gil_in's values */
+	__u16 gc_collecting;         /* its offset there */
 	/* asyncio (--async, 3.12+) */
 	__u16 interp_modules;        /* PyInterpreterState.imports.modules (sys.modules) */
 	__u16 gen_iframe;            /* PyGenObject.gi_iframe: a generator's or
@@ -351,6 +357,8 @@ enum pyperf_mode {
 				    * is not running waits (--async, wall|offcpu) */
 #define STACK_NATIVE_SCANNED 512u  /* a caller of code without CFI was found by
 				    * scanning the stack for a return address */
+#define STACK_GC 1024u             /* taken while the thread ran the cyclic garbage
+				    * collector (the loader adds a <GC> frame) */
 
 /* In ev.native: the frame was found by that scan (bit 63: user addresses
  * are below 2^47); the loader clears it and marks the frame */

@@ -168,6 +168,14 @@ def field_sources(minor):
         f["gil_in"] = ("sym", "GIL_IN_INTERP")
     off("gil_locked", "struct _gil_runtime_state", "locked", 4)
     off("gil_holder", "struct _gil_runtime_state", "last_holder", 8)
+    # the cyclic GC's "collecting" flag (<GC> frames): the runtime's in 3.8,
+    # each interpreter's from 3.9 (PyInterpreterState.gc)
+    if minor == 8:
+        off("gc_collecting", "_PyRuntimeState", "gc.collecting", 4)
+        f["gc_in"] = ("sym", "GIL_IN_RUNTIME")
+    else:
+        off("gc_collecting", "PyInterpreterState", "gc.collecting", 4)
+        f["gc_in"] = ("sym", "GIL_IN_INTERP")
     # asyncio (--async, 3.12+): sys.modules, where the loader finds the
     # _asyncio module, and the frame a coroutine object holds inline
     if minor >= 12:

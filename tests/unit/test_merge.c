@@ -150,9 +150,37 @@ static void gil_hand_over_is_marked(void **state)
 	assert_int_equal(merge_mark_gil(out, 2), 2);
 }
 
+/* a sample taken in the cyclic collector: "<GC>" just leaf side of the leaf
+ * Python frame, so the collector's native frames are its callees; with
+ * Python frames only it is the leaf; with none, the leaf too */
+static void gc_frame_goes_above_the_leaf_python_frame(void **state)
+{
+	static struct func n_gc = { .name = "gc_collect_main", .file = "libpython",
+				    .kind = FN_NATIVE };
+	const struct func *py[] = { &p_g, &p_mod };
+	uint8_t entry[] = { 1, 1 };
+	const struct func *nat[] = { &n_leaf, &n_gc, &n_eval, &n_call, &n_eval, &n_main };
+	struct pframe out[16];
+	uint32_t n = run(py, entry, 2, nat, 6, STACK_NATIVE, out);
+
+	(void)state;
+	n = merge_mark_gc(out, n);
+	assert_string_equal(joined(out, n),
+			    "main;<module>;PyObject_Vectorcall;g;<GC>;gc_collect_main;memcpy");
+	out[0].fn = &p_g;
+	out[1].fn = &p_mod;
+	n = merge_mark_gc(out, 2);
+	assert_string_equal(joined(out, n), "<module>;g;<GC>");
+	out[0].fn = &n_leaf;
+	out[1].fn = &n_main;
+	n = merge_mark_gc(out, 2);
+	assert_string_equal(joined(out, n), "main;memcpy;<GC>");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(gc_frame_goes_above_the_leaf_python_frame),
 		cmocka_unit_test(gil_hand_over_is_marked),
 		cmocka_unit_test(one_eval_frame_per_python_frame),
 		cmocka_unit_test(one_eval_frame_runs_several_python_frames),

@@ -15,6 +15,7 @@ MARK(merge_mark_unmerged, "[unmerged native]");
 MARK(merge_mark_gil_wait, "[GIL wait]");
 MARK(merge_mark_awaiting, "[awaiting]");
 MARK(merge_mark_scanned, "[stack scan]");
+MARK(merge_mark_in_gc, "<GC>");
 
 static uint32_t count_segments(const uint8_t *entry, uint32_t np)
 {
@@ -108,6 +109,20 @@ uint32_t merge_mark_gil(struct pframe *s, uint32_t n)
 		at = n;
 	memmove(s + at + 1, s + at, (n - at) * sizeof(*s));
 	s[at].fn = (struct func *)&merge_mark_gil_wait;
+	s[at].instr = UINT32_MAX;
+	return n + 1;
+}
+
+uint32_t merge_mark_gc(struct pframe *s, uint32_t n)
+{
+	uint32_t at = 0;
+
+	while (at < n && s[at].fn->kind != FN_PYTHON)
+		at++;
+	if (at == n)
+		at = 0;
+	memmove(s + at + 1, s + at, (n - at) * sizeof(*s));
+	s[at].fn = (struct func *)&merge_mark_in_gc;
 	s[at].instr = UINT32_MAX;
 	return n + 1;
 }

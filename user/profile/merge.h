@@ -46,4 +46,14 @@ uint32_t merge_frames(const struct pframe *py, const uint8_t *entry, uint32_t np
  * graph.  Returns the new length. */
 uint32_t merge_mark_gil(struct pframe *s, uint32_t n);
 
+extern const struct func merge_mark_in_gc;        /* "<GC>": the cyclic garbage collector */
+
+/* A stack s[0..n) (leaf first, room for n + 1) taken while the thread ran the
+ * cyclic garbage collector (STACK_GC) gets a "<GC>" frame just leaf side of
+ * its leaf Python frame, the one whose allocation or eval-breaker check set
+ * the collection off: the collector's native frames, when there are any,
+ * are its callees.  Without a Python frame it is the leaf.  Returns the new
+ * length. */
+uint32_t merge_mark_gc(struct pframe *s, uint32_t n);
+
 #endif

@@ -196,7 +196,7 @@ enum {
 	U_CO_FILENAME, U_CO_NAME, U_CO_QUALNAME, U_CO_LINETABLE, U_CO_FIRSTLINENO, U_CO_ADAPTIVE,
 	U_BYTES_SIZE, U_BYTES_SVAL, U_STR_STATE, U_STR_LENGTH, U_STR_ASCII_SIZE,
 	U_OB_SIZE, U_OB_TYPE, U_TUPLE_SIZE, U_LIST_SIZE, U_STR_SIZE,
-	U_GIL_STATE, U_GIL_LOCKED, U_GIL_HOLDER, U_NR
+	U_GIL_STATE, U_GIL_LOCKED, U_GIL_HOLDER, U_GC, U_GC_COLLECTING, U_NR
 };
 
 static const struct {
@@ -234,6 +234,9 @@ static const struct {
 	[U_GIL_STATE] = { "interpreter_state.gil_runtime_state", 8 },
 	[U_GIL_LOCKED] = { "interpreter_state.gil_runtime_state_locked", 4 },
 	[U_GIL_HOLDER] = { "interpreter_state.gil_runtime_state_holder", 8 },
+	/* the interpreter's GC state, and its int collecting in it */
+	[U_GC] = { "interpreter_state.gc", 8 },
+	[U_GC_COLLECTING] = { "gc.collecting", 4 },
 };
 
 struct reader {
@@ -553,6 +556,13 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 		o.gil_locked = (__u16)(r.val[U_GIL_LOCKED] - r.val[U_GIL_STATE]);
 		o.gil_holder = (__u16)(r.val[U_GIL_HOLDER] - r.val[U_GIL_STATE]);
 	} /* else GIL_UNKNOWN: --gil says so for this process */
+	/* the collector's flag, PyInterpreterState.gc.collecting (<GC> frames) */
+	o.gc_in = GIL_UNKNOWN;
+	o.gc_collecting = PYPERF_NO_OFFSET;
+	if (r.val[U_GC] + r.val[U_GC_COLLECTING] < PYPERF_NO_OFFSET) {
+		o.gc_in = GIL_IN_INTERP;
+		o.gc_collecting = (__u16)(r.val[U_GC] + r.val[U_GC_COLLECTING]);
+	}
 	/* asyncio's two (--async): optional, a value we cannot use only turns
 	 * async stacks off; 3.13 publishes no gen_object section, the value
 	 * measured from its headers stands in */

@@ -243,8 +243,9 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	 * its kernel ones (off-CPU stacks) */
 	static uint8_t ident[sizeof(struct py_frame) * PYPERF_MAX_FRAMES +
 			     sizeof(uint64_t) * (PYPERF_MAX_NATIVE + PYPERF_KSTACK_DEPTH + 2)];
-	static struct pframe frames[PYPERF_MAX_FRAMES + 1 + PYASYNC_MAX_CHAIN];
-	static struct pframe merged[PYPERF_MAX_FRAMES + 2 * PYPERF_MAX_NATIVE + 2 + PYASYNC_MAX_CHAIN];
+	/* room for the markers: [awaiting] or <GC>; the merge's, [GIL wait] and <GC> */
+	static struct pframe frames[PYPERF_MAX_FRAMES + 2 + PYASYNC_MAX_CHAIN];
+	static struct pframe merged[PYPERF_MAX_FRAMES + 2 * PYPERF_MAX_NATIVE + 3 + PYASYNC_MAX_CHAIN];
 	static struct pframe tasks[PYASYNC_MAX_CHAIN];
 	static uint8_t entry[PYPERF_MAX_FRAMES];
 	static const struct func *nat[2 * PYPERF_MAX_NATIVE]; /* with [stack scan] marks */
@@ -309,6 +310,8 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		np++;
 	}
 	if (!(flags & STACK_NATIVE) || !n->nat) {
+		if (flags & STACK_GC)
+			np = merge_mark_gc(frames, np);
 		for (int i = 0; i < nt; i++)
 			frames[np++] = tasks[i];
 		return profile_insert_stack(p, &ref, flags, frames, np, (const uint64_t *)s->kernel,
@@ -327,6 +330,8 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		nn = native_of_task(entry, np, nat, nn);
 	np = merge_frames(frames, entry, np, nat, nn, flags, merged);
 	np = merge_mark_gil(merged, np);
+	if (flags & STACK_GC)
+		np = merge_mark_gc(merged, np);
 	for (int i = 0; i < nt; i++)
 		merged[np++] = tasks[i];
 	return profile_insert_stack(p, &ref, flags, merged, np, (const uint64_t *)s->kernel, nk,
