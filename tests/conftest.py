@@ -241,11 +241,15 @@ def is_python(frame):
     return bool(m) and not is_kernel(frame) and not is_native(frame)
 
 
+# what the loader adds where a sample ran the cyclic garbage collector
+GC_MARK = "<GC>"
+
+
 def names(frames):
     """Function names of the Python (and synthetic root) frames; kernel frames,
-    native frames and the merge's markers left out."""
+    native frames and the markers (the merge's, <GC>) left out."""
     return [func_name(f) for f in frames
-            if not is_kernel(f) and not is_native(f) and f not in NATIVE_MARKS]
+            if not is_kernel(f) and not is_native(f) and f not in NATIVE_MARKS and f != GC_MARK]
 
 
 def py_leaf(frames):
