@@ -15,7 +15,10 @@ USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf $(patsubst %/,-I%,$(USER_DIRS)) -I$(BUILD)
 LDLIBS := -lbpf -ldw -ldebuginfod -lelf -lcapstone -lz -lprotobuf-c -lstdc++ -ldl -lm
 
-BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Wno-unused-function
+# libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives
+# under the host's multiarch directory: searched last, for that alone
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall -Wno-unused-function \
+	-idirafter /usr/include/$(shell $(CC) -dumpmachine)
 
 USER_SRCS := $(filter-out user/cmd/main.c,$(wildcard user/*/*.c))
 USER_HDRS := $(wildcard user/*/*.h)

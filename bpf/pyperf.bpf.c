@@ -1208,3 +1208,5 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&targets, &tgid);
 	return 0;
 }
+
+#include "events.bpf.h"

@@ -404,6 +404,8 @@ enum ev_kind {
 	EV_MAPS = 5,     /* a profiled process ran code in a mapping the unwinder lacks
 			  * (struct ev_maps) */
 	EV_TABLE = 6,    /* a sample needs a binary's unwind table (struct ev_table) */
+	EV_GC = 7,       /* --events gc: a collection ended (struct ev_gc) */
+	EV_IMPORT = 8,   /* --events import: a module's import ended (struct ev_import) */
 };
 
 struct ev_header {
@@ -430,6 +432,32 @@ struct stray_key {
 	__u32 tgid;
 	__u32 pad;
 	__u64 page;                  /* pc >> 12 */
+};
+
+/* --events (events.bpf.h): what CPython's USDT markers told, timed in the
+ * kernel (CLOCK_MONOTONIC ns).  The marker's arguments: gc__start(int
+ * generation), gc__done(Py_ssize_t collected); import__find__load__start
+ * (const char *name), import__find__load__done(const char *name, int found). */
+#define PYPERF_MODNAME_LEN 96    /* bytes of a module's name kept */
+#define PYPERF_IMPORT_DEPTH 16   /* nested imports timed per thread */
+struct ev_gc {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__s32 generation;
+	__u64 start_ns;
+	__u64 ns;                    /* how long it ran */
+	__s64 collected;             /* objects it freed */
+};
+struct ev_import {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u32 depth;                 /* imports it ran inside (0: outermost) */
+	__u64 start_ns;
+	__u64 ns;                    /* how long finding and loading it took, the
+				      * imports it ran included */
+	char name[PYPERF_MODNAME_LEN];
 };
 
 struct ev_stack {
@@ -644,6 +672,7 @@ enum stat_idx {
 				 * return address (code without CFI nor frame pointers) */
 	STAT_SCAN_NS,           /* ns spent in those scans (the scan alone, not the
 				 * unwinding of what it found) */
+	STAT_EVENTS_LOST,       /* --events: records lost, the ring buffer was full */
 	STAT_NR,
 };
 

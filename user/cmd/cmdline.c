@@ -3,6 +3,7 @@
 #include "env.h"
 #include "mode.h"
 #include "size.h"
+#include "sampler.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -110,6 +111,33 @@ int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out)
 {
 	if (mode_parse(arg, out))
 		return fail_cmd(cmd, "--mode: " MODE_NAMES ", not ", arg);
+	return 0;
+}
+
+int cmdline_events(const char *arg, unsigned *out)
+{
+	char word[32];
+	const char *p = arg, *end;
+	unsigned ev = 0;
+
+	do {
+		size_t n;
+
+		end = strchr(p, ',');
+		n = end ? (size_t)(end - p) : strlen(p);
+		if (n >= sizeof(word))
+			n = sizeof(word) - 1;
+		memcpy(word, p, n);
+		word[n] = 0;
+		if (!strcmp(word, "gc"))
+			ev |= EVENTS_GC;
+		else if (!strcmp(word, "import"))
+			ev |= EVENTS_IMPORT;
+		else
+			return fail_cmd("", "--events: gc or import (comma-separated), not ", word);
+		p = end + 1;
+	} while (end);
+	*out = ev;
 	return 0;
 }
 

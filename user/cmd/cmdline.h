@@ -23,6 +23,8 @@ int cmdline_freq(const char *cmd, const char *arg, int *out);
 int cmdline_interval(const char *cmd, const char *arg, uint64_t *out);
 /* --mode cpu|wall|offcpu */
 int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out);
+/* --events gc,import into *out (EVENTS_* bits); 2 with a message if bad */
+int cmdline_events(const char *arg, unsigned *out);
 /* a process id, or -1 */
 int cmdline_pid(const char *s);
 /* "PID[,PID...]" appended to o's pids; 0, or -1 if one is not a process id */

@@ -156,6 +156,10 @@ static void usage(FILE *f)
 		"      --gil                only samples of threads holding the GIL\n"
 		"      --async              asyncio (CPython 3.12+): a task's frames under\n"
 		"                           <task NAME> frames of it and the tasks awaiting it\n"
+		"      --events LIST        gc, import (comma-separated): time every collection\n"
+		"                           and import with the interpreter's USDT markers\n"
+		"                           (builds with --with-dtrace); the report adds GC\n"
+		"                           pauses by generation and the slowest imports\n"
 		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
 		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
@@ -185,7 +189,7 @@ static void usage(FILE *f)
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
        OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
-       OPT_SUBPROCESSES, OPT_CONTAINERS };
+       OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -196,6 +200,7 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* py-spy's; always so here */
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
@@ -243,6 +248,10 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_SUBPROCESSES:
 			o->s.subprocesses = true;
+			break;
+		case OPT_EVENTS:
+			if (cmdline_events(optarg, &o->s.events))
+				return 2;
 			break;
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))

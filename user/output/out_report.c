@@ -315,6 +315,96 @@ static void print_leak_stacks(FILE *f, const struct out_ctx *c, struct psample *
 	}
 }
 
+static int by_pid(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* the processes --events told of (c->pid's alone if set), by pid; NULL
+ * when none */
+static int *event_pids(const struct out_ctx *c, size_t *n)
+{
+	const struct hmap *m = &c->prof->events.procs;
+	int *pids = m->len ? calloc(m->len, sizeof(*pids)) : NULL;
+
+	*n = 0;
+	if (!pids)
+		return NULL;
+	hmap_for_each(m, e) {
+		int pid = *(const int *)e->key;
+
+		if (!c->pid || c->pid == pid)
+			pids[(*n)++] = pid;
+	}
+	qsort(pids, *n, sizeof(*pids), by_pid);
+	return pids;
+}
+
+static void print_proc_line(FILE *f, const struct out_ctx *c, int pid)
+{
+	const struct pproc *pp = hmap_get(&c->prof->procs, &pid, sizeof(pid));
+
+	fprintf(f, "  pid %d (%s)\n", pid, profile_proc_comm(pp));
+}
+
+/* --events: each process's collections by generation (count, total, p50,
+ * p99, max) and its slowest imports, as the interpreter's markers timed
+ * them */
+static void print_events(FILE *f, const struct out_ctx *c)
+{
+	size_t n;
+	int *pids = event_pids(c, &n);
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct proc_events *pe = events_of(&c->prof->events, pids[i]);
+		bool has = false;
+
+		for (int g = 0; g < EVENTS_GENERATIONS; g++)
+			has |= pe->gc[g].count > 0;
+		if (!has)
+			continue;
+		if (!any)
+			fprintf(f, "\nGC pauses (gc__start/gc__done markers)\n");
+		any = true;
+		print_proc_line(f, c, pids[i]);
+		fprintf(f, "  Gen   Count      Total        p50        p99        Max\n");
+		for (int g = 0; g < EVENTS_GENERATIONS; g++) {
+			const struct gc_generation_stats *s = &pe->gc[g];
+
+			if (!s->count)
+				continue;
+			fprintf(f, "  %3d %7llu %8.1fms %8.2fms %8.2fms %8.2fms\n", g,
+				(unsigned long long)s->count, s->total_ns / 1e6,
+				events_gc_quantile(s, 0.5) / 1e6, events_gc_quantile(s, 0.99) / 1e6,
+				s->max_ns / 1e6);
+		}
+	}
+	any = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct proc_events *pe = events_of(&c->prof->events, pids[i]);
+		struct import_time *v = events_imports_by_time(pe);
+		size_t rows = pe->nimports < 10 ? pe->nimports : 10;
+
+		if (!v)
+			continue;
+		if (!any)
+			fprintf(f, "\nSlowest imports (import__find__load__start/done markers)\n");
+		any = true;
+		print_proc_line(f, c, pids[i]);
+		fprintf(f, "       Time  Module\n");
+		for (size_t k = 0; k < rows; k++)
+			fprintf(f, "  %8.1fms  %s\n", v[k].ns / 1e6, v[k].name);
+		if (pe->nimports > rows || pe->imports_dropped)
+			fprintf(f, "  (%zu imports in all%s)\n", pe->nimports,
+				pe->imports_dropped ? ", more not kept" : "");
+		free(v);
+	}
+	free(pids);
+}
+
 int out_report(FILE *f, const struct out_ctx *c)
 {
 	size_t n, nrows = 0;
@@ -352,6 +442,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 	print_table(f, c, list, nrows, shown, "Top functions by own time");
 	qsort(list, nrows, sizeof(*list), by_total);
 	print_table(f, c, list, nrows, shown, "Top functions by total time");
+	print_events(f, c);
 	rc = ferror(f) ? -1 : 0;
 out:
 	free(list);

@@ -65,6 +65,7 @@ void profile_free(struct profile *p)
 	hmap_free(&p->kstacks, free);
 	hmap_free(&p->knames, free);
 	hmap_free(&p->refused, free);
+	events_free(&p->events);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include "container.h"
 #include "hmap.h"
+#include "events.h"
 #include "pyperf.h"
 #include "frame.h"
 
@@ -113,6 +114,7 @@ struct profile {
 	uint64_t total;              /* samples counted */
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
+	struct events events;        /* --events: what the interpreters' markers told */
 };
 
 void profile_init(struct profile *p);

@@ -48,7 +48,25 @@ struct sampler {
 	struct hmap alloc_links;     /* --mode alloc: pid -> struct alloc_links * */
 	bool track_live;             /* `leaks`: the returns and free are probed too */
 	struct reaper *reaper;       /* takes probes out off the main loop */
+	unsigned events;             /* --events */
+	struct hmap event_links;     /* binary (dev, ino) -> struct event_links * */
 };
+
+/* --events: the marker probes of one interpreter binary */
+#define EVENT_LINKS 4
+struct event_links {
+	struct bpf_link *l[EVENT_LINKS];
+	int found;                   /* 1: markers there, 0: none (told once) */
+};
+
+static void event_links_free(void *v)
+{
+	struct event_links *e = v;
+
+	for (int i = 0; e && i < EVENT_LINKS; i++)
+		bpf_link__destroy(e->l[i]);
+	free(e);
+}
 
 /* the allocator functions --mode alloc probes: their entries, for
  * `leaks` their returns and free too */
@@ -273,6 +291,18 @@ static int dispatch(void *ctx, void *data, size_t size)
 		if (e->maps && size >= sizeof(struct ev_maps))
 			e->maps(e->ctx, pid, ((const struct ev_maps *)data)->pc);
 		break;
+	case EV_GC:
+		if (e->gc && size >= sizeof(struct ev_gc))
+			e->gc(e->ctx, data);
+		break;
+	case EV_IMPORT:
+		if (e->import && size >= sizeof(struct ev_import)) {
+			struct ev_import im = *(const struct ev_import *)data;
+
+			im.name[sizeof(im.name) - 1] = 0;
+			e->import(e->ctx, &im);
+		}
+		break;
 	}
 	return 0;
 }
@@ -345,6 +375,16 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	bpf_program__set_autoload(s->skel->progs.on_free, o->mode == MODE_ALLOC && o->track_live);
 	bpf_program__set_autoload(s->skel->progs.on_mmap, o->mode == MODE_ALLOC);
 	bpf_program__set_autoload(s->skel->progs.on_munmap, o->mode == MODE_ALLOC && o->track_live);
+	/* --events: the marker probes, per interpreter binary (sampler_attach_events) */
+	s->events = o->events;
+	bpf_program__set_autoload(s->skel->progs.on_gc_start, o->events & EVENTS_GC);
+	bpf_program__set_autoload(s->skel->progs.on_gc_done, o->events & EVENTS_GC);
+	bpf_program__set_autoload(s->skel->progs.on_import_start, o->events & EVENTS_IMPORT);
+	bpf_program__set_autoload(s->skel->progs.on_import_done, o->events & EVENTS_IMPORT);
+	if (!(o->events & EVENTS_GC))
+		bpf_map__set_max_entries(s->skel->maps.gc_starts, 1);
+	if (!(o->events & EVENTS_IMPORT))
+		bpf_map__set_max_entries(s->skel->maps.import_starts, 1);
 	s->skel->rodata->alloc_live = o->mode == MODE_ALLOC && o->track_live;
 	s->track_live = o->mode == MODE_ALLOC && o->track_live;
 	/* the allocator's maps, one entry long in other modes: the kernel fills
@@ -398,6 +438,49 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 fail:
 	sampler_close(s);
 	return -1;
+}
+
+int sampler_attach_events(struct sampler *s, const char *path, char *err, size_t errlen)
+{
+	static const struct {
+		unsigned want;
+		const char *name;
+	} marks[EVENT_LINKS] = { { EVENTS_GC, "gc__start" }, { EVENTS_GC, "gc__done" },
+				 { EVENTS_IMPORT, "import__find__load__start" },
+				 { EVENTS_IMPORT, "import__find__load__done" } };
+	struct bpf_program *progs[EVENT_LINKS] = { s->skel->progs.on_gc_start,
+						   s->skel->progs.on_gc_done,
+						   s->skel->progs.on_import_start,
+						   s->skel->progs.on_import_done };
+	struct event_links *e;
+	struct stat st;
+	uint64_t key[2];
+
+	if (!s->events)
+		return 0;
+	if (stat(path, &st))
+		return set_err(err, errlen, "%s: %s", path, strerror(errno)), -1;
+	key[0] = st.st_dev;
+	key[1] = st.st_ino;
+	e = hmap_get(&s->event_links, key, sizeof(key));
+	if (e)
+		return e->found ? 0 : 1;
+	if (!(e = calloc(1, sizeof(*e))))
+		return set_err(err, errlen, "out of memory"), -1;
+	for (int i = 0; i < EVENT_LINKS; i++) {
+		if (!(s->events & marks[i].want))
+			continue;
+		/* every process mapping it (-1); the programs pass over the
+		 * processes the sampler does not profile */
+		e->l[i] = bpf_program__attach_usdt(progs[i], -1, path, "python", marks[i].name, NULL);
+		if (e->l[i])
+			e->found = 1;
+	}
+	if (hmap_put(&s->event_links, key, sizeof(key), e)) {
+		event_links_free(e);
+		return set_err(err, errlen, "out of memory"), -1;
+	}
+	return e->found ? 0 : 1;
 }
 
 int sampler_add_target(struct sampler *s, uint32_t pid)
@@ -555,6 +638,7 @@ void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs
 		return;
 	/* the probes out first: the maps hold still while read */
 	hmap_free(&s->alloc_links, alloc_links_free);
+	hmap_free(&s->event_links, event_links_free);
 	reaper_join(s);
 	while (!bpf_map__get_next_key(s->skel->maps.live_allocs, prev, &next, sizeof(next))) {
 		k = next;

@@ -30,7 +30,12 @@ struct sampler_opts {
 				      * ALLOC_INTERVAL_DEFAULT) */
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
+	unsigned events;             /* --events: EVENTS_GC | EVENTS_IMPORT */
 };
+
+/* --events: which of CPython's USDT markers are timed */
+#define EVENTS_GC 1u                 /* gc__start / gc__done */
+#define EVENTS_IMPORT 2u             /* import__find__load__start / done */
 
 /* The ring buffer's records, decoded and checked; every callback is optional.
  * A record that does not hold together (a length that does not match its
@@ -46,6 +51,9 @@ struct sampler_events {
 	void (*maps)(void *ctx, int pid, uint64_t pc);
 	/* a sample needs unwind table `table` (native_mapping.table) built */
 	void (*table)(void *ctx, uint32_t table);
+	/* --events: a collection or an import ended */
+	void (*gc)(void *ctx, const struct ev_gc *e);
+	void (*import)(void *ctx, const struct ev_import *e);
 	void *ctx;
 };
 /* A drained count; kips (leaf first, nk of them) is its kernel stack, if any. */
@@ -94,6 +102,12 @@ int sampler_hold_allocs(struct sampler *s, uint32_t pid, const char *libc, char 
 typedef void (*sampler_live_fn)(void *ctx, const struct live_key *k, const struct live_alloc *a);
 typedef void (*sampler_objects_fn)(void *ctx, const struct stack_key *k, uint64_t objs1024);
 void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs, void *ctx);
+/* --events: time the markers asked for in the interpreter binary at path
+ * (as this process opens it: the file that holds _PyRuntime), for every
+ * process that maps it; once per binary.  0: attached (now or before); 1:
+ * the binary has none of those markers (a build without --with-dtrace);
+ * -1 with a message. */
+int sampler_attach_events(struct sampler *s, const char *path, char *err, size_t errlen);
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);
 /* pid exited: its probes are taken out (in the background). */

@@ -103,7 +103,8 @@ struct session {
 	bool nat_on;                 /* native frames are taken (nat is set up) */
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
 	struct hmap asyncs;          /* pid -> struct async_try * (--async) */
-	struct hmap refused;         /* whole host: why processes were refused, said once each */
+	struct hmap refused;         /* whole host: why processes were refused, and (--events)
+				      * binaries without markers: each said once */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
@@ -317,6 +318,17 @@ static void async_waits(struct session *r, uint64_t now)
 	}
 }
 
+/* --events: was the lack of markers in this binary already said? */
+static bool said_for_binary(struct session *r, const char *path)
+{
+	static const char one = 1;
+
+	if (hmap_get(&r->refused, path, strlen(path)))
+		return true;
+	(void)hmap_put(&r->refused, path, strlen(path), (void *)&one);
+	return false;
+}
+
 static int adopt(struct session *r, const struct pyproc *py)
 {
 	struct proc_info pi;
@@ -340,6 +352,19 @@ static int adopt(struct session *r, const struct pyproc *py)
 
 		if (sampler_attach_allocs(r->s, (uint32_t)py->pid, err, sizeof(err)))
 			fprintf(stderr, "pyperf-bpf: pid %d: --mode alloc: %s\n", py->pid, err);
+	}
+	if (r->o->events) {
+		char err[512];
+		int rc = sampler_attach_events(r->s, py->binary_file, err, sizeof(err));
+
+		/* said once per binary: the probes are too */
+		if (rc < 0)
+			fprintf(stderr, "pyperf-bpf: pid %d: --events: %s\n", py->pid, err);
+		else if (rc > 0 && !said_for_binary(r, py->binary_file))
+			fprintf(stderr, "pyperf-bpf: pid %d: --events: %s has no USDT markers: exact GC "
+				"pauses and import times need a CPython built with --with-dtrace "
+				"(its <GC> frames still show the collector's sampled time)\n",
+				py->pid, py->binary);
 	}
 	return 0;
 }
@@ -466,6 +491,18 @@ static void on_exit_event(void *ctx, int pid)
 static void on_table(void *ctx, uint32_t table)
 {
 	native_table_request(&((struct session *)ctx)->nat, table);
+}
+
+/* --events: what a marker told */
+static void on_gc(void *ctx, const struct ev_gc *e)
+{
+	events_add_gc(&((struct session *)ctx)->prof.events, (int)e->pid, e->generation, e->ns);
+}
+
+static void on_import(void *ctx, const struct ev_import *e)
+{
+	events_add_import(&((struct session *)ctx)->prof.events, (int)e->pid, e->name, e->ns,
+			  e->depth);
 }
 
 /* a profiled process ran code mapped after we looked (dlopen) */
@@ -879,7 +916,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	struct session r;
 	struct sampler_events events = { .stack = on_stack, .new_pid = on_new_pid, .exec = on_exec,
 					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
-					  .ctx = &r };
+					  .gc = on_gc, .import = on_import, .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .mode = o->mode, .gil_only = o->gil_only,
 				   .async_stacks = o->async_stacks, .interval = o->interval,
@@ -888,7 +925,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .offcpu_slots = o->offcpu_slots,
 				   .stack_scan = !o->no_stack_scan,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
-				   .vmlinux_btf = o->vmlinux_btf };
+				   .vmlinux_btf = o->vmlinux_btf, .events = o->events };
 	char err[1024];
 	struct dbgfetch *fetch = NULL;
 	int go = -1, errfd = -1, rc = 1;

@@ -30,6 +30,7 @@ struct session_opts {
 				      * are the sampled allocations still live */
 	double min_age;              /* leaks: only those at least this old (seconds) */
 	bool async_stacks;           /* --async: stacks of asyncio tasks */
+	unsigned events;             /* --events: EVENTS_GC | EVENTS_IMPORT (sampler.h) */
 	bool subprocesses;           /* --subprocesses: -p's processes' descendants
 				      * running at the start too (those they
 				      * start later are always followed) */
