@@ -382,8 +382,9 @@ static long native_step(__u32 i, struct native_walk *u)
 		c->row = *r;
 	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
-	 * share one stack (a return address is already stable) */
-	native_push(u, n, n ? pc : r->pc + m->bias);
+	 * share one stack (a return address is already stable), unless the
+	 * mapping's lines are wanted (Cython) */
+	native_push(u, n, n || (m->flags & NATIVE_MAP_EXACT_LEAF) ? pc : r->pc + m->bias);
 unwind:
 	/* both ways here leave the row in the scratch map, where the verifier
 	 * does not track it: their states match and it checks what follows once */

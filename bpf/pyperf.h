@@ -633,8 +633,12 @@ struct native_mapping {
 	__u64 start, end;            /* [start, end) in the process */
 	__u64 bias;                  /* runtime address - ELF virtual address */
 	__u32 table;                 /* its binary's table (see above) */
-	__u32 pad;
+	__u32 flags;                 /* NATIVE_MAP_* */
 };
+/* native_mapping.flags: a leaf frame in this mapping keeps its own pc, not
+ * the start of its unwind row (compiled Python, Cython: its lines are told
+ * by the pc; elsewhere one stack for a stretch of code is what is wanted) */
+#define NATIVE_MAP_EXACT_LEAF 1u
 
 /* Value of the `native_procs` map, key: tgid.  Sorted by start. */
 struct native_maps {

@@ -73,6 +73,7 @@ struct nbin {
 				      * up yet, 1 no, 2 yes, at jitdesc_value */
 	uint64_t jitdesc_value;
 	struct binary info;           /* what pprof says of the binary */
+	bool cython;                  /* a Cython extension: leaf pcs kept whole */
 };
 
 struct nmap {
@@ -192,6 +193,37 @@ static void free_func(void *v)
 	func_free(v);
 }
 
+/* Is e, named base, a Cython extension module?  An extension's name ends
+ * in ".so" without a "lib" in front (fastloop.cpython-311-x86_64-linux-gnu.so,
+ * x.abi3.so), and Cython's functions are __pyx_ symbols in its .symtab (a
+ * stripped one has no names to give anyway). */
+static bool is_cython(Elf *e, const char *base)
+{
+	size_t len = strlen(base);
+	Elf_Scn *scn = NULL;
+
+	if (len < 4 || strcmp(base + len - 3, ".so") || !strncmp(base, "lib", 3))
+		return false;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && i < 1000000; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (gelf_getsym(d, (int)i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+			    (name = elf_strptr(e, sh.sh_link, sym.st_name)) &&
+			    !strncmp(name, "__pyx_", 6))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* PT_LOAD segments of the ELF file on fd; 0, or -1 if it is not ELF */
 static int read_segments(struct nbin *b)
 {
@@ -220,6 +252,7 @@ static int read_segments(struct nbin *b)
 			b->info.hi = ph.p_vaddr + ph.p_memsz;
 	}
 	rc = b->nsegs ? 0 : -1;
+	b->cython = !rc && is_cython(e, b->base);
 out:
 	elf_end(e);
 	return rc;
@@ -670,6 +703,8 @@ void native_free(struct native *n)
 	hmap_free(&n->pcs, NULL);
 	hmap_free(&n->strays, NULL);
 	hmap_free(&n->funcs, free_func);
+	hmap_free(&n->cython_funcs, free_func);
+	cython_sources_free(&n->cython);
 	hmap_free(&n->bins, free_bin);
 	func_free(n->unknown);
 	memset(n, 0, sizeof(*n));
@@ -684,13 +719,15 @@ static struct nbin *new_bin(struct native *n, int fd, const char *path, const st
 		return NULL;
 	b->fd = fd;
 	b->path = strdup(path);
+	if (b->path) {
+		slash = strrchr(b->path, '/');
+		b->base = slash ? slash + 1 : b->path;
+	}
 	if (!b->path || read_segments(b) || hmap_put(&n->bins, k, sizeof(*k), b)) {
 		b->fd = -1; /* the caller closes it */
 		free_bin(b);
 		return NULL;
 	}
-	slash = strrchr(b->path, '/');
-	b->base = slash ? slash + 1 : b->path;
 	b->info.path = b->path;
 	{
 		char self[64];
@@ -968,6 +1005,7 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 		out->m[i].end = v[i].end;
 		out->m[i].bias = v[i].bias;
 		out->m[i].table = table;
+		out->m[i].flags = v[i].bin && v[i].bin->cython ? NATIVE_MAP_EXACT_LEAF : 0;
 	}
 	out->n = k < PYPERF_MAX_MAPPINGS ? (uint32_t)k : PYPERF_MAX_MAPPINGS;
 	np->v = v;
@@ -1237,6 +1275,84 @@ static void note_fallback(struct nbin *b, struct func *f)
 	b->fallback[b->nfallback++] = f;
 }
 
+/* The .pyx file and line of vaddr in b (Cython code), 0 if unknown: from
+ * the DWARF line table, which names the .pyx itself in a build with line
+ * directives and else a line of the generated C file, mapped through its
+ * marks */
+static int cython_line(struct native *n, struct nbin *b, uint64_t vaddr, const char **pyx)
+{
+	static char name[4096];
+	struct nsym_loc loc[8];
+	int nloc = nsym_source(b->sym, vaddr, loc, 8), line;
+
+	/* innermost first: code Cython inlined from its runtime support (after
+	 * every mark) or from CPython's headers has none; its call site in the
+	 * function does */
+	for (int i = 0; i < nloc; i++) {
+		size_t len = strlen(loc[i].file);
+
+		if ((len > 4 && !strcmp(loc[i].file + len - 4, ".pyx")) ||
+		    (len > 3 && !strcmp(loc[i].file + len - 3, ".py"))) {
+			const char *slash = strrchr(loc[i].file, '/');
+
+			snprintf(name, sizeof(name), "%s", slash ? slash + 1 : loc[i].file);
+			*pyx = name;
+			return loc[i].line;
+		}
+		if ((line = cython_source_line(&n->cython, loc[i].file, loc[i].line, pyx)))
+			return line;
+	}
+	return 0;
+}
+
+/* The frame of address vaddr in symbol `sym` (starting at start) of b when
+ * it is Cython code: "NAME (FILE.pyx:LINE)", one func per line, kind
+ * FN_PYTHON; with no line known, the Cython name as a native function of
+ * b.  NULL: not Cython. */
+static struct func *cython_func(struct native *n, struct nbin *b, const char *sym,
+				uint64_t start, uint64_t vaddr)
+{
+	struct {
+		struct nbin *bin;
+		uint64_t start;
+		int64_t line;
+	} k;
+	char name[512], module[256];
+	const char *pyx = NULL, *defpyx = NULL;
+	int line, defline;
+	struct func *f;
+
+	snprintf(module, sizeof(module), "%.*s", (int)strcspn(b->base, "."), b->base);
+	if (!cython_name(sym, module, name, sizeof(name)))
+		return NULL;
+	line = cython_line(n, b, vaddr, &pyx);
+	/* the function's own line: where its entry was made from (its def) */
+	defline = cython_line(n, b, start, &defpyx);
+	if (!line || !pyx) { /* in code no mark covers: the function, at its def */
+		line = defline;
+		pyx = defpyx;
+	}
+	if (!line || !pyx)
+		return intern(n, b, &b->info, start, name, b->base);
+	memset(&k, 0, sizeof(k));
+	k.bin = b;
+	k.start = start;
+	k.line = line;
+	if ((f = hmap_get(&n->cython_funcs, &k, sizeof(k))))
+		return f;
+	if (!(f = new_func(name, pyx, FN_PYTHON)))
+		return n->unknown;
+	f->firstlineno = defline && defpyx && !strcmp(defpyx, pyx) ? defline : line;
+	f->line = line;
+	f->bin = &b->info;
+	f->addr = start;
+	if (hmap_put(&n->cython_funcs, &k, sizeof(k), f)) {
+		func_free(f);
+		return n->unknown;
+	}
+	return f;
+}
+
 const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
 {
 	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
@@ -1269,7 +1385,10 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 	} else {
 		snprintf(name, sizeof(name), "%s+0x%llx", m->bin->base, (unsigned long long)vaddr);
 	}
-	f = intern(n, m->bin, &m->bin->info, named ? start : vaddr, name, m->bin->base);
+	f = named && !strncmp(name, "__pyx_", 6) ? cython_func(n, m->bin, name, start, vaddr)
+						  : NULL;
+	if (!f)
+		f = intern(n, m->bin, &m->bin->info, named ? start : vaddr, name, m->bin->base);
 	if (f != n->unknown && !named && m->bin->fetch == 1)
 		note_fallback(m->bin, f);
 	if (f != n->unknown)

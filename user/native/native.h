@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hmap.h"
+#include "cython.h"
 #include "pyperf.h"
 #include "frame.h"
 
@@ -78,6 +79,9 @@ struct native {
 	struct hmap pcs;             /* (nbin *, address) -> its entry in funcs: a new stack's
 				      * frames are mostly addresses named before */
 	struct func *unknown;      /* "[unknown]" */
+	struct hmap cython_funcs;    /* (nbin *, symbol start, .pyx line) -> struct func *
+				      * of Cython code (cython.h) */
+	struct cython_sources cython; /* the generated C files read for their marks */
 	struct nbin *slot[PYPERF_MAX_TABLES]; /* a binary per table slot */
 	uint16_t tag[PYPERF_MAX_TABLES];      /* bumped at each reuse of a slot */
 	uint32_t next_slot;

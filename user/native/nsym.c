@@ -21,6 +21,8 @@
 #include "hmap.h"
 
 #include <elf.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -668,6 +670,70 @@ static const char *display(struct nsym_bin *b, uint32_t idx)
 	}
 	s->flags |= F_OWN_DISP;
 	return out;
+}
+
+/* path made absolute with dir (when relative and dir is known), into buf */
+static const char *with_dir(const char *path, const char *dir, char *buf, size_t len)
+{
+	if (!path || path[0] == '/' || !dir)
+		return path;
+	if ((size_t)snprintf(buf, len, "%s/%s", dir, path) >= len)
+		return NULL;
+	return buf;
+}
+
+int nsym_source(struct nsym_bin *b, uint64_t vaddr, struct nsym_loc *out, int max)
+{
+	static char names[8][4096];
+	Dwfl_Line *l = b && b->mod && max > 0 ? dwfl_module_getsrc(b->mod, vaddr) : NULL;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	Dwarf_Attribute a;
+	Dwarf_Addr bias;
+	const char *src, *dir;
+	int ln = 0, n = 0, ns;
+	size_t nfiles = 0;
+
+	if (max > 8)
+		max = 8;
+	if (!l || !(src = dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL)) || ln <= 0)
+		return 0;
+	dir = dwfl_line_comp_dir(l);
+	if (!(out[n].file = with_dir(src, dir, names[n], sizeof(names[n]))))
+		return 0;
+	out[n++].line = ln;
+	/* the inlined calls around vaddr, innermost first: each one's call
+	 * site is a line of the function it was inlined into.  libdw gives
+	 * the innermost inlined instance's scopes with vaddr, then those
+	 * around each instance with dwarf_getscopes_die. */
+	if (!(cu = dwfl_module_addrdie(b->mod, vaddr, &bias)) ||
+	    (ns = dwarf_getscopes(cu, vaddr - bias, &scopes)) <= 0)
+		return n;
+	dwarf_getsrcfiles(cu, &files, &nfiles);
+	for (int depth = 0; depth < 16 && n < max && files; depth++) {
+		Dwarf_Word fidx, cline;
+		Dwarf_Die inl;
+		int i = depth ? 1 : 0; /* below the first, [0] is the instance itself */
+
+		while (i < ns && dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			i++;
+		if (i >= ns)
+			break;
+		inl = scopes[i];
+		if (dwarf_attr(&inl, DW_AT_call_file, &a) && !dwarf_formudata(&a, &fidx) &&
+		    dwarf_attr(&inl, DW_AT_call_line, &a) && !dwarf_formudata(&a, &cline) &&
+		    fidx < nfiles && cline && cline <= INT32_MAX) {
+			src = dwarf_filesrc(files, fidx, NULL, NULL);
+			if ((out[n].file = with_dir(src, dir, names[n], sizeof(names[n]))))
+				out[n++].line = (int)cline;
+		}
+		free(scopes);
+		scopes = NULL;
+		if ((ns = dwarf_getscopes_die(&inl, &scopes)) <= 0)
+			break;
+	}
+	free(scopes);
+	return n;
 }
 
 int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_t *sym_start)

@@ -61,6 +61,17 @@ void nsym_close(struct nsym_bin *b);
  * questions about one address are answered from a small cache. */
 int nsym_name(struct nsym_bin *b, uint64_t vaddr, char *buf, size_t len, uint64_t *sym_start);
 
+/* The source locations of vaddr from the binary's DWARF (its own, or its
+ * debug file's): the line table's, then, when vaddr is in code inlined
+ * into its function, each inlined call's site, innermost first; files with
+ * their directory.  How many (up to max), 0 when the binary has no line
+ * for it.  The names live until the next call. */
+struct nsym_loc {
+	const char *file;
+	int line;
+};
+int nsym_source(struct nsym_bin *b, uint64_t vaddr, struct nsym_loc *out, int max);
+
 /* Start and end (exclusive) of the function symbol called `name` exactly
  * (versions like "@GLIBC_2.2.5" ignored; no demangling), e.g.
  * "_PyEval_EvalFrameDefault" or "_PyEval_EvalFrameDefault.cold".  When

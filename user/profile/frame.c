@@ -29,6 +29,8 @@ int func_line(const struct func *f, uint32_t instr)
 {
 	int line;
 
+	if (f->line)
+		return f->line;
 	if (!f->lt || instr == UINT32_MAX)
 		return f->firstlineno;
 	line = linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);

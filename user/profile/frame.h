@@ -42,6 +42,10 @@ struct func {
 	/* native functions: */
 	const struct binary *bin; /* NULL: no known binary (JIT code, [unknown]) */
 	uint64_t addr;         /* ELF address of the symbol, or of the code if unnamed */
+	/* compiled Python (a Cython function's code, kind FN_PYTHON): the
+	 * source line of this func's addresses (one func per line, all with
+	 * the function's firstlineno); 0 for every other func */
+	int line;
 };
 
 /* An asyncio task's frame (--async): a marker named "<task NAME>", which
