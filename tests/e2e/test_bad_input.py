@@ -132,3 +132,26 @@ def test_outputs_that_are_no_regular_file_are_written_in_place(tmp_path):
     assert os.path.islink(link) and os.readlink(link) == target.name
     assert "leaf_a" in target.read_text() and streamed == target.read_text()
     assert sorted(os.listdir(tmp_path)) == ["fifo.folded", "link.folded", "real.folded", "t.json"]
+
+
+@pytest.mark.parametrize("args", [["frobnicate"], ["diff"], ["diff", "a.folded", "b.folded"]])
+def test_unknown_first_word_is_an_error_that_lists_the_commands(args, tmp_path):
+    """the first word is a command or an option: anything else is one line
+    naming the commands and how to profile a program, exit 2, nothing run
+    (a word taken for a program ran the system's diff)"""
+    r = run_pyperf(args, cwd=tmp_path, timeout=30)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "", r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    for command in ("record", "dump", "top", "leaks", "daemon", "-- " + args[0]):
+        assert command in lines[0], lines[0]
+
+
+def test_a_program_after_the_double_dash_is_still_profiled(tmp_path):
+    """pyperf-bpf -- diff A B runs diff (here: two files that differ)"""
+    (tmp_path / "a").write_text("one\n")
+    (tmp_path / "b").write_text("two\n")
+    r = run_pyperf(["-o", str(tmp_path / "p.folded"), "--", "diff", str(tmp_path / "a"),
+                    str(tmp_path / "b")], timeout=60)
+    assert "< one" in r.stdout and "> two" in r.stdout, (r.stdout, r.stderr)

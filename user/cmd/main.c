@@ -31,5 +31,13 @@ int main(int argc, char **argv)
 		printf("pyperf-bpf %s\n", PYPERF_VERSION);
 		return 0;
 	}
+	/* the first word is ours: a program to profile follows "--" (a word
+	 * taken for a program ran the system's `diff` for `pyperf-bpf diff`) */
+	if (argc > 1 && argv[1][0] && argv[1][0] != '-') {
+		fprintf(stderr, "pyperf-bpf: '%s' is not a command: record, dump, top, leaks or daemon "
+			"(a program to profile goes after --: pyperf-bpf -- %s ...)\n", argv[1],
+			argv[1]);
+		return 2;
+	}
 	return record_main(argc, argv); /* record is the default command */
 }
