@@ -155,3 +155,16 @@ def test_a_program_after_the_double_dash_is_still_profiled(tmp_path):
     r = run_pyperf(["-o", str(tmp_path / "p.folded"), "--", "diff", str(tmp_path / "a"),
                     str(tmp_path / "b")], timeout=60)
     assert "< one" in r.stdout and "> two" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_a_recording_with_no_sample_says_so(tmp_path):
+    """record -o x.svg -- /bin/true: no Python ran, so nothing was sampled:
+    one line on stderr, exit 1, the (empty, valid) file written all the
+    same; --allow-empty exits 0"""
+    out = tmp_path / "x.svg"
+    r = run_pyperf(["-o", str(out), "--", "/bin/true"], timeout=60)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "nothing was sampled" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert out.read_text().rstrip().endswith("</svg>")
+    r = run_pyperf(["--allow-empty", "-o", str(out), "--", "/bin/true"], timeout=60)
+    assert r.returncode == 0 and "nothing was sampled" not in r.stderr, r.stderr

@@ -20,6 +20,7 @@
 struct recorder {
 	const struct record_opts *o;
 	struct outfile out[RECORD_MAX_OUTPUTS];
+	bool empty;                  /* nothing was sampled */
 };
 
 static int open_outputs(struct recorder *r, char *err, size_t errlen)
@@ -98,6 +99,9 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 	for (size_t i = 0; i < r->o->noutputs; i++)
 		if (outfile_commit(&r->out[i], err, errlen))
 			return -1;
+	/* `leaks` finding nothing live is an answer; a recording without a
+	 * sample is not (record_run says so) */
+	r->empty = !prof->total && !r->o->s.leaks;
 	return 0;
 }
 
@@ -116,6 +120,12 @@ int record_run(const struct record_opts *o)
 	}
 	rc = session_run(&o->s, &h);
 	discard_outputs(&r); /* none left after a commit; all if it failed */
+	if (rc == 0 && r.empty && !o->allow_empty) {
+		fprintf(stderr, "pyperf-bpf: nothing was sampled: no CPython process %s while recording "
+			"(the output is written, empty; --allow-empty exits 0)\n",
+			o->s.mode == MODE_CPU ? "ran on a CPU" : "was seen");
+		return 1;
+	}
 	return rc;
 }
 
@@ -182,6 +192,8 @@ static void usage(FILE *f)
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
 		"      --python-only        Python frames only (no native or kernel frames)\n"
 		"      --top N              rows in each report table (default 20)\n"
+		"      --allow-empty        exit 0 when nothing was sampled (else 1, with\n"
+		"                           a line on stderr; the output is written either way)\n"
 		"      --stats-json FILE    write run statistics (for benchmarks)\n"
 		"      --unwind-mb N        memory the native unwind tables may take (default %d;\n"
 		"                           beyond it the least recently used are evicted)\n"
@@ -192,7 +204,7 @@ static void usage(FILE *f)
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
        OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
-       OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS };
+       OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS, OPT_ALLOW_EMPTY };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -204,6 +216,7 @@ static const struct option long_opts[] = {
 	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* py-spy's; always so here */
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
@@ -251,6 +264,9 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_SUBPROCESSES:
 			o->s.subprocesses = true;
+			break;
+		case OPT_ALLOW_EMPTY:
+			o->allow_empty = true;
 			break;
 		case OPT_EVENTS:
 			if (cmdline_events(optarg, &o->s.events))

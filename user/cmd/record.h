@@ -20,6 +20,7 @@ struct record_opts {
 	bool threads, no_lines;
 	bool containers;             /* --containers */
 	bool icicle;                 /* --icicle (svg) */
+	bool allow_empty;            /* --allow-empty: no sample is no error */
 	size_t top;                  /* rows per report table (and top's view) */
 };
 
