@@ -86,9 +86,37 @@ static void test_markers_are_functions_unless_skipped(void **state)
 	free(a);
 }
 
+/* skip_startup: the native frames root side of the outermost Python frame
+ * are not counted; natives between Python frames and at the leaf are, and
+ * a stack without Python frames keeps all of its own */
+static void test_startup_chain_is_left_out_when_asked(void **state)
+{
+	static struct func f_start = { .name = "_start", .file = "python3", .kind = FN_NATIVE };
+	static struct func f_eval = { .name = "_PyEval_EvalFrameDefault", .file = "python3",
+				      .kind = FN_EVAL };
+	struct fn_counts c = { .skip_startup = true };
+	/* leaf first: memcpy, rec, main (Python), the eval loop and _start below */
+	struct pstack *a = stack(5, &f_memcpy, &f_rec, &f_main, &f_eval, &f_start);
+	struct pstack *b = stack(2, &f_memcpy, &f_start);
+
+	(void)state;
+	assert_int_equal(fn_counts_add(&c, a, 3), 0);
+	assert_null(fn_counts_get(&c, &f_start));
+	assert_null(fn_counts_get(&c, &f_eval));
+	assert_int_equal(fn_counts_get(&c, &f_main)->total, 3);
+	assert_int_equal(fn_counts_get(&c, &f_memcpy)->own, 3);
+	assert_int_equal(fn_counts_add(&c, b, 2), 0);
+	assert_int_equal(fn_counts_get(&c, &f_start)->total, 2);
+	assert_int_equal(fn_counts_get(&c, &f_memcpy)->own, 5);
+	fn_counts_free(&c);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_startup_chain_is_left_out_when_asked),
 		cmocka_unit_test(test_recursion_counts_once_in_total),
 		cmocka_unit_test(test_markers_are_functions_unless_skipped),
 	};

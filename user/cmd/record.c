@@ -85,6 +85,7 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 	c.title = title;
 	c.start_unix_ns = end->start_unix_ns;
 	c.icicle = r->o->icicle;
+	c.startup_frames = r->o->startup_frames;
 	/* every file is complete before any is renamed into place */
 	for (size_t i = 0; i < r->o->noutputs; i++) {
 		const struct record_output *ro = &r->o->outputs[i];
@@ -192,6 +193,10 @@ static void usage(FILE *f)
 		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
 		"      --python-only        Python frames only (no native or kernel frames)\n"
 		"      --top N              rows in each report table (default 20)\n"
+		"      --startup-frames     report: list the native frames that only call\n"
+		"                           into the outermost Python frame (_start ...\n"
+		"                           PyEval_EvalCode, a thread's start) in the tables\n"
+		"                           too (flame graphs and other formats keep them)\n"
 		"      --allow-empty        exit 0 when nothing was sampled (else 1, with\n"
 		"                           a line on stderr; the output is written either way)\n"
 		"      --stats-json FILE    write run statistics (for benchmarks)\n"
@@ -204,7 +209,8 @@ static void usage(FILE *f)
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
        OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
-       OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS, OPT_ALLOW_EMPTY };
+       OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS, OPT_ALLOW_EMPTY,
+       OPT_STARTUP_FRAMES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -217,6 +223,7 @@ static const struct option long_opts[] = {
 	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
+	{ "startup-frames", no_argument, NULL, OPT_STARTUP_FRAMES },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* py-spy's; always so here */
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
@@ -267,6 +274,9 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case OPT_ALLOW_EMPTY:
 			o->allow_empty = true;
+			break;
+		case OPT_STARTUP_FRAMES:
+			o->startup_frames = true;
 			break;
 		case OPT_EVENTS:
 			if (cmdline_events(optarg, &o->s.events))

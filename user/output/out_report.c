@@ -416,6 +416,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 
 	if (!v)
 		return -1;
+	counts.skip_startup = !c->startup_frames;
 	for (size_t i = 0; i < n; i++) {
 		shown += v[i]->count;
 		if (v[i]->stack->flags & STACK_OFFCPU)

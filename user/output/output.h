@@ -28,6 +28,8 @@ struct out_ctx {
 	const char *title;           /* what was profiled: the command, or the pids */
 	uint64_t start_unix_ns;      /* wall-clock time the sampling started */
 	bool icicle;                 /* svg: root on top */
+	bool startup_frames;         /* report: the native frames that only call into the
+				      * outermost Python frame (start-up) in the tables too */
 	int pid;                     /* only this process's samples (0: all) */
 	uint32_t gen;                /* and only this image of it (0: all) */
 	/* otlp: service.name of a process image (NULL, or NULL returned: the

@@ -38,13 +38,24 @@ int fn_counts_add(struct fn_counts *c, const struct pstack *st, uint64_t count)
 {
 	struct sbuf k = { 0 };
 	bool leaf = true, off = st->flags & STACK_OFFCPU;
+	uint32_t upto = st->nframes;
 	int rc = 0;
 
+	if (c->skip_startup) { /* up to the outermost Python frame */
+		uint32_t j = st->nframes;
+
+		while (j > 0 && st->frames[j - 1].fn->kind != FN_PYTHON)
+			j--;
+		if (j > 0)
+			upto = j;
+	}
 	for (uint32_t j = 0; j < st->nframes; j++) {
 		const struct func *fn = st->frames[j].fn;
 		struct fn_count *r;
 
 		if (c->skip_marks && fn->kind == FN_MARK && !func_is_task(fn))
+			continue;
+		if (j >= upto && (fn->kind == FN_NATIVE || fn->kind == FN_EVAL))
 			continue;
 		if (!(r = count_for(c, &k, fn))) {
 			rc = -1;

@@ -27,6 +27,10 @@ struct fn_count {
 struct fn_counts {
 	bool skip_marks;             /* markers ("[native incomplete]"; not tasks) are no
 				      * functions: the leaf is the first other frame */
+	bool skip_startup;           /* the native frames root side of a stack's outermost
+				      * Python frame (the interpreter's start-up chain:
+				      * _start ... PyEval_EvalCode; a thread's start) are
+				      * not counted: they only call into the program */
 	struct hmap by_key;          /* key -> struct fn_count */
 	size_t samples;              /* samples added */
 };
