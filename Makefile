@@ -33,7 +33,7 @@ SAN_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/san/%,$(USER_OBJS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/%,$(wildcard tests/unit/test_*.c))
 UNIT_TOOLS := $(BUILD)/tests/linetable_check $(BUILD)/tests/debug_offsets_check
 
-.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak deb
+.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak deb man
 all: pyperf-bpf
 
 $(BUILD)/vmlinux.h:
@@ -154,18 +154,37 @@ deps:
 # before anything is compiled
 test:
 	scripts/setup --test-deps
-	$(MAKE) pyperf-bpf unit $(BUILD)/tools/pprof $(BUILD)/san/pyperf-bpf
+	$(MAKE) pyperf-bpf man unit $(BUILD)/tools/pprof $(BUILD)/san/pyperf-bpf
 	$(PYTHON) -m pytest -q -ra tests
 
 bench: pyperf-bpf
 	scripts/bench
 
-install: pyperf-bpf
+# a man page per command, made from the command's own --help by help2man
+# (Debian's), beside the overview page packaging/pyperf-bpf.1
+COMMANDS := record dump top leaks daemon
+MAN_PAGES := $(patsubst %,$(BUILD)/man/pyperf-bpf-%.1,$(COMMANDS))
+man: $(MAN_PAGES)
+
+$(BUILD)/man/pyperf-bpf-%.1: pyperf-bpf
+	@mkdir -p $(dir $@)
+	help2man --no-info --no-discard-stderr --version-string="$$(./pyperf-bpf --version | cut -d' ' -f2)" \
+		--name="$$(sed -n 's/^$*: //p' packaging/commands.txt)" "./pyperf-bpf $*" | \
+		sed -e 's/^\.TH PYPERF-BPF /.TH PYPERF-BPF-$(shell echo $* | tr a-z A-Z) /' \
+		    -e 's/^pyperf-bpf $* \\- /pyperf-bpf-$* \\- /' > $@.tmp && mv $@.tmp $@
+
+install: pyperf-bpf man
 	install -D -m 0755 pyperf-bpf $(DESTDIR)$(PREFIX)/bin/pyperf-bpf
+	install -D -m 0644 packaging/pyperf-bpf.1 $(DESTDIR)$(PREFIX)/share/man/man1/pyperf-bpf.1
+	for p in $(MAN_PAGES); do install -D -m 0644 $$p $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$p); done
+	install -D -m 0644 packaging/completion/pyperf-bpf.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pyperf-bpf
+	install -D -m 0644 packaging/completion/_pyperf-bpf \
+		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_pyperf-bpf
 
 # build/pyperf-bpf_VERSION_ARCH.deb: the binary, its man page, the systemd
 # unit and its config (scripts/mkdeb)
-deb: pyperf-bpf
+deb: pyperf-bpf man
 	scripts/mkdeb
 
 clean:

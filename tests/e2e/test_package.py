@@ -49,6 +49,10 @@ def test_package_is_lintian_clean_installs_and_runs_as_its_unit(tmp_path):
     listing = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True).stdout
     for mode, path in [("-rwxr-xr-x", "./usr/bin/pyperf-bpf"),
                        ("-rw-r--r--", "./usr/share/man/man1/pyperf-bpf.1.gz"),
+                       ("-rw-r--r--", "./usr/share/man/man1/pyperf-bpf-record.1.gz"),
+                       ("-rw-r--r--", "./usr/share/man/man1/pyperf-bpf-daemon.1.gz"),
+                       ("-rw-r--r--", "./usr/share/bash-completion/completions/pyperf-bpf"),
+                       ("-rw-r--r--", "./usr/share/zsh/vendor-completions/_pyperf-bpf"),
                        ("-rw-r--r--", "./lib/systemd/system/pyperf-bpf.service"),
                        ("-rw-r--r--", "./etc/pyperf-bpf/daemon.conf"),
                        ("-rw-r--r--", "./usr/share/doc/pyperf-bpf/copyright")]:
