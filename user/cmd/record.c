@@ -21,7 +21,48 @@ struct recorder {
 	const struct record_opts *o;
 	struct outfile out[RECORD_MAX_OUTPUTS];
 	bool empty;                  /* nothing was sampled */
+	bool status;                 /* a status line on stderr (a terminal) */
+	bool drawn;                  /* it is on the screen */
 };
+
+/* The status line while recording, on a terminal: redrawn at each drain of
+ * the counts (once a second), erased when sampling stops and before any
+ * message. */
+static void status_erase(struct recorder *r)
+{
+	if (r->drawn)
+		fputs("\r\033[K", stderr);
+	r->drawn = false;
+}
+
+static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double elapsed,
+		     bool final)
+{
+	struct recorder *r = ctx;
+	char total[32] = "";
+
+	if (!r->status)
+		return;
+	status_erase(r);
+	if (final)
+		return;
+	if (r->o->s.duration > 0)
+		snprintf(total, sizeof(total), "/%g", r->o->s.duration);
+	fprintf(stderr, "pyperf-bpf: %.0f%s s, %llu samples, %zu processes, %zu threads, %llu lost",
+		elapsed, total, (unsigned long long)prof->total, profile_nprocs_seen(prof),
+		prof->threads.len,
+		(unsigned long long)(st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL]));
+	fflush(stderr);
+	r->drawn = true;
+}
+
+static void on_message(void *ctx, const char *msg)
+{
+	struct recorder *r = ctx;
+
+	status_erase(r);
+	fprintf(stderr, "pyperf-bpf: %s\n", msg);
+}
 
 static int open_outputs(struct recorder *r, char *err, size_t errlen)
 {
@@ -108,8 +149,9 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 
 int record_run(const struct record_opts *o)
 {
-	struct recorder r = { .o = o };
-	struct session_hooks h = { .on_end = on_end, .ctx = &r };
+	struct recorder r = { .o = o, .status = !o->quiet && isatty(STDERR_FILENO) };
+	struct session_hooks h = { .on_end = on_end, .on_drain = on_drain, .on_message = on_message,
+				   .message_on_stderr = true, .ctx = &r };
 	char err[1024];
 	int rc;
 
@@ -202,6 +244,9 @@ static void usage(FILE *f)
 		"      --stats-json FILE    write run statistics (for benchmarks)\n"
 		"      --unwind-mb N        memory the native unwind tables may take (default %d;\n"
 		"                           beyond it the least recently used are evicted)\n"
+		"  -q, --quiet              no status line (elapsed time, samples, processes\n"
+		"                           and threads seen, samples lost: on stderr, when\n"
+		"                           it is a terminal)\n"
 		"  -v, --verbose            say what is happening\n"
 		"  -h, --help               this help\n",
 		CMDLINE_MAX_FREQ, PYPERF_UNWIND_MB);
@@ -238,6 +283,7 @@ static const struct option long_opts[] = {
 	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
 	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -249,7 +295,7 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:F:o:f:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:d:F:o:f:vqh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (cmdline_pids(optarg, &o->s))
@@ -348,6 +394,9 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			break;
 		case 'v':
 			o->s.verbose = true;
+			break;
+		case 'q':
+			o->quiet = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -21,6 +21,7 @@ struct record_opts {
 	bool containers;             /* --containers */
 	bool icicle;                 /* --icicle (svg) */
 	bool allow_empty;            /* --allow-empty: no sample is no error */
+	bool quiet;                  /* -q: no status line */
 	bool startup_frames;         /* --startup-frames: the report's tables keep them */
 	size_t top;                  /* rows per report table (and top's view) */
 };

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,21 @@ static void err_line(const struct session *r, const char *msg)
 		fprintf(stderr, "pyperf-bpf: %s\n", msg);
 }
 
+/* a line for the user, as err_line says it (on stderr, or through on_message) */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void say(const struct session *r, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	err_line(r, msg);
+}
+
 /* the weights of the refused processes' samples, from the sampler's skip
  * entries (kept until the process is gone) */
 static void update_refused(struct session *r)
@@ -172,7 +188,7 @@ static void update_native(struct session *r, int pid)
 		sampler_set_native_maps(r->s, pid, r->nmaps);
 		native_prefetch(&r->nat, pid);
 	} else if (r->o->verbose) {
-		fprintf(stderr, "pyperf-bpf: pid %d: no native frames: %s\n", pid, err);
+		say(r, "pid %d: no native frames: %s", pid, err);
 	}
 }
 
@@ -198,9 +214,9 @@ static void async_adopt(struct session *r, const struct pyproc *py, const struct
 	at = calloc(1, sizeof(*at));
 	if (py->major == 3 && py->minor < 12) {
 		if (!told && (r->o->verbose || !whole_host(r->o)))
-			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks are read from "
+			say(r, "pid %d: --async: asyncio tasks are read from "
 				"CPython 3.12 on, this is %d.%d: its stacks are shown without "
-				"tasks\n", py->pid, py->major, py->minor);
+				"tasks", py->pid, py->major, py->minor);
 		if (at) {
 			at->too_old = at->done = true;
 			if (hmap_put(&r->asyncs, &py->pid, sizeof(py->pid), at))
@@ -237,12 +253,12 @@ static void async_try(struct session *r, int pid)
 	rc = pyasync_setup(&at->py, &a, err, sizeof(err));
 	if (rc > 0) {
 		if (r->o->verbose)
-			fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio not found yet\n", pid);
+			say(r, "pid %d: --async: asyncio not found yet", pid);
 		return; /* not imported yet: asked again from the loop (async_retry) */
 	}
 	at->done = true;
 	if (rc < 0) {
-		fprintf(stderr, "pyperf-bpf: pid %d: --async: asyncio tasks unavailable: %s\n",
+		say(r, "pid %d: --async: asyncio tasks unavailable: %s",
 			pid, err);
 		return;
 	}
@@ -254,7 +270,7 @@ static void async_try(struct session *r, int pid)
 	at->waits_at_ns = now;
 	at->waits_next_ns = now + ASYNC_WAITS_NS;
 	if (r->o->verbose)
-		fprintf(stderr, "pyperf-bpf: pid %d: asyncio tasks from %s\n", pid,
+		say(r, "pid %d: asyncio tasks from %s", pid,
 			a.published ? ".AsyncioDebug" : "the _asyncio module's DWARF");
 }
 
@@ -334,8 +350,8 @@ static int adopt(struct session *r, const struct pyproc *py)
 	struct proc_info pi;
 
 	if (r->o->gil_only && py->off.gil_in == GIL_UNKNOWN)
-		fprintf(stderr, "pyperf-bpf: pid %d: --gil: where Python %d.%d keeps its GIL is "
-			"unknown; all of its samples are kept\n", py->pid, py->major, py->minor);
+		say(r, "pid %d: --gil: where Python %d.%d keeps its GIL is "
+			"unknown; all of its samples are kept", py->pid, py->major, py->minor);
 	memset(&pi, 0, sizeof(pi));
 	pi.runtime_addr = py->runtime_addr;
 	pi.gen = ++r->next_gen;
@@ -351,7 +367,7 @@ static int adopt(struct session *r, const struct pyproc *py)
 		char err[512];
 
 		if (sampler_attach_allocs(r->s, (uint32_t)py->pid, err, sizeof(err)))
-			fprintf(stderr, "pyperf-bpf: pid %d: --mode alloc: %s\n", py->pid, err);
+			say(r, "pid %d: --mode alloc: %s", py->pid, err);
 	}
 	if (r->o->events) {
 		char err[512];
@@ -359,11 +375,11 @@ static int adopt(struct session *r, const struct pyproc *py)
 
 		/* said once per binary: the probes are too */
 		if (rc < 0)
-			fprintf(stderr, "pyperf-bpf: pid %d: --events: %s\n", py->pid, err);
+			say(r, "pid %d: --events: %s", py->pid, err);
 		else if (rc > 0 && !said_for_binary(r, py->binary_file))
-			fprintf(stderr, "pyperf-bpf: pid %d: --events: %s has no USDT markers: exact GC "
+			say(r, "pid %d: --events: %s has no USDT markers: exact GC "
 				"pauses and import times need a CPython built with --with-dtrace "
-				"(its <GC> frames still show the collector's sampled time)\n",
+				"(its <GC> frames still show the collector's sampled time)",
 				py->pid, py->binary);
 	}
 	return 0;
@@ -405,7 +421,7 @@ static void classify(struct session *r, int pid)
 			return;
 		}
 		if (r->o->verbose)
-			fprintf(stderr, "pyperf-bpf: pid %d: Python %d.%d, %s, offsets from %s, %s\n",
+			say(r, "pid %d: Python %d.%d, %s, offsets from %s, %s",
 				pid, py.major, py.minor, py.binary,
 				py.debug_offsets ? "_Py_DebugOffsets" : "table",
 				py.types.code ? "object types checked" : "object types unknown");
@@ -717,7 +733,7 @@ static void add_descendants(struct session *r, int pid)
 
 	for (int i = 0; i < n; i++)
 		if (tree[i] != pid && sampler_add_target(r->s, (uint32_t)tree[i]) && r->o->verbose)
-			fprintf(stderr, "pyperf-bpf: pid %d (under %d): not followed: %s\n", tree[i],
+			say(r, "pid %d (under %d): not followed: %s", tree[i],
 				pid, strerror(errno));
 }
 
@@ -1045,7 +1061,8 @@ fail:
 	/* why the run ends: on stderr, and in the daemon's log too */
 	if (h->on_message)
 		h->on_message(h->ctx, err);
-	fprintf(stderr, "pyperf-bpf: %s\n", err);
+	if (!h->on_message || !h->message_on_stderr)
+		fprintf(stderr, "pyperf-bpf: %s\n", err);
 	if (r.child > 0) {
 		if (go >= 0)
 			close(go); /* a held child exits without running anything */

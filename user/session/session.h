@@ -76,6 +76,9 @@ struct session_hooks {
 	/* a line to tell the user (a process it cannot profile, and why);
 	 * NULL: stderr */
 	void (*on_message)(void *ctx, const char *msg);
+	bool message_on_stderr;      /* on_message writes to stderr itself (record's,
+				      * around its status line): a fatal error is not
+				      * written there a second time */
 	void *ctx;
 };
 
