@@ -182,3 +182,26 @@ def test_svg_search_zoom_and_reset_in_chromium(tmp_path, browser):
     assert again == pytest.approx(before, abs=0.01)
     assert browser.js("return Array.from(document.querySelectorAll('g.f'))"
                       ".every(g => getComputedStyle(g).display != 'none')")
+
+
+@pytest.mark.parametrize("icicle", [False, True], ids=["flame", "icicle"])
+def test_svg_first_screen_shows_the_root(tmp_path, browser, icicle):
+    """a graph taller than the window (a 120-frame recursion) opens with its
+    root in view: a flame graph scrolled to its bottom, an icicle at its top;
+    and the image is no taller than what is drawn (no empty band)"""
+    stacks, (svg,), _ = record_workload(SUPPORTED[-1][0], tmp_path, "deep.py", "120", "1.5",
+                                        hz=499, also=[".svg"],
+                                        extra=["--icicle"] if icicle else [])
+    frames = frames_of(svg)
+    root_el = ET.parse(svg).getroot()
+    height = float(root_el.get("height"))
+    ys = [float(g.find(SVG_NS + "rect").get("y")) for g in frames]
+    # drawn frames reach within two rows of each end of the frame area
+    assert min(ys) < 100 and max(ys) > height - 100, (min(ys), max(ys), height)
+    browser.s("POST", "/window/rect", {"width": 1200, "height": 600})
+    browser.s("POST", "/url", {"url": f"file://{svg}"})
+    box = browser.js("var r = document.querySelector('g.f[data-depth=\"0\"] rect')"
+                     ".getBoundingClientRect(); return [r.top, r.bottom, window.innerHeight]")
+    top, bottom, inner = box
+    assert height > inner, (height, inner)       # taller than the window
+    assert 0 <= top and bottom <= inner, box     # and its root in view

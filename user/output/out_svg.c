@@ -19,7 +19,8 @@
  * all samples under a matched frame, nested matches counted once.  Colours
  * are by kind: Python yellow to orange, native red, kernel blue, synthetic
  * frames grey, the shade from a hash of the name.  --icicle puts the root at
- * the top. */
+ * the top.  The image is as tall as its deepest drawn frame, and a flame
+ * graph taller than the window opens scrolled to its root, at the bottom. */
 #include "output.h"
 
 #include <errno.h>
@@ -47,7 +48,6 @@ struct node {
 struct tree {
 	struct node root;
 	struct hmap index;           /* (parent pointer, label) -> child */
-	unsigned depth;              /* deepest frame below the root */
 	bool failed;
 };
 
@@ -121,7 +121,6 @@ static void add_sample(struct tree *t, const struct out_ctx *c, const struct psa
 		       struct sbuf *b)
 {
 	struct node *n = &t->root;
-	unsigned depth = 0;
 	const char *p, *semi;
 
 	add_weight(n, s);
@@ -131,19 +130,19 @@ static void add_sample(struct tree *t, const struct out_ctx *c, const struct psa
 		t->failed = true;
 		return;
 	}
-	for (p = b->len ? b->s : ""; n && (semi = strchr(p, ';')); p = semi + 1, depth++) {
+	for (p = b->len ? b->s : ""; n && (semi = strchr(p, ';')); p = semi + 1) {
 		n = child(t, n, p, (size_t)(semi - p), K_MARK);
 		if (n)
 			add_weight(n, s);
 	}
-	for (uint32_t i = s->stack->nframes; n && i-- > 0; depth++) {
+	for (uint32_t i = s->stack->nframes; n && i-- > 0;) {
 		sb_reset(b);
 		out_frame_label(b, &s->stack->frames[i], c->lines);
 		n = sb_ok(b) ? child(t, n, b->s, b->len, kind_of(&s->stack->frames[i])) : NULL;
 		if (n)
 			add_weight(n, s);
 	}
-	for (uint32_t i = s->kstack ? s->kstack->n : 0; n && i-- > 0; depth++) {
+	for (uint32_t i = s->kstack ? s->kstack->n : 0; n && i-- > 0;) {
 		sb_reset(b);
 		sb_printf(b, "%s_[k]", s->kstack->names[i]);
 		n = sb_ok(b) ? child(t, n, b->s, b->len, K_KERNEL) : NULL;
@@ -152,8 +151,6 @@ static void add_sample(struct tree *t, const struct out_ctx *c, const struct psa
 	}
 	if (!n)
 		t->failed = true;
-	if (depth > t->depth)
-		t->depth = depth;
 }
 
 static int cmp_node(const void *a, const void *b)
@@ -281,6 +278,24 @@ static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigne
 	}
 }
 
+/* The depth of the deepest frame drawn (at least MIN_PX wide) under n at
+ * depth: what the image's height follows.  A deep stack of a few samples,
+ * not drawn, would leave the first screen of a tall image empty. */
+static unsigned drawn_depth(const struct node *n, double scale, unsigned depth)
+{
+	unsigned deepest = depth;
+
+	for (size_t i = 0; i < n->nkids; i++) {
+		if ((double)n->kids[i]->count * scale >= MIN_PX) {
+			unsigned d = drawn_depth(n->kids[i], scale, depth + 1);
+
+			if (d > deepest)
+				deepest = d;
+		}
+	}
+	return deepest;
+}
+
 static void sort_tree(struct node *n)
 {
 	if (n->nkids) /* a leaf has no kids array: qsort wants one */
@@ -366,17 +381,23 @@ static const char script[] =
 	"  if (t !== null) search(t);\n"
 	"});\n"
 	"var m = /[#?&]s=([^&]*)/.exec(location.href);\n"
-	"if (m) search(decodeURIComponent(m[1]));\n";
+	"if (m) search(decodeURIComponent(m[1]));\n"
+	"// the first screen shows the root and what sits on it: a flame graph\n"
+	"// taller than the window opens scrolled to its bottom (an icicle's root\n"
+	"// is on top already)\n"
+	"var root = document.querySelector('g.f[data-depth=\"0\"] rect');\n"
+	"if (root && root.scrollIntoView) root.scrollIntoView({block: 'end'});\n";
 
 static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 {
 	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle,
 			  .unit = mode_is_time(c->mode) ? UNIT_NS : mode_is_bytes(c->mode) ? UNIT_BYTE
 									       : UNIT_SAMPLE };
-	unsigned depth = t->depth + 1;
+	unsigned depth;
 
-	d.height = TOP + depth * FRAME_H + BOTTOM + 4;
 	d.scale = d.total ? (double)(WIDTH - 20) / (double)d.total : 0;
+	depth = drawn_depth(&t->root, d.scale, 0) + 1;
+	d.height = TOP + depth * FRAME_H + BOTTOM + 4;
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" width=\"%d\" height=\"%u\" viewBox=\"0 0 %d %u\" "
 		"xmlns=\"http://www.w3.org/2000/svg\" font-family=\"monospace\" font-size=\"11\">\n"
