@@ -547,3 +547,29 @@ int elf_read_section(const char *path, const char *name, void *buf, size_t len,
 	elf_file_close(&f);
 	return rc;
 }
+
+int elf_each_function(Elf *e, int (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
+		      void *ctx)
+{
+	Elf_Scn *scn = NULL;
+	int rc;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < d->d_size / sh.sh_entsize && i < INT32_MAX; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (gelf_getsym(d, (int)i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+			    (name = elf_strptr(e, sh.sh_link, sym.st_name)) && *name &&
+			    (rc = fn(ctx, &sym, name)))
+				return rc;
+		}
+	}
+	return 0;
+}

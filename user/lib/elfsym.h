@@ -8,10 +8,17 @@
 #ifndef PYPERF_ELFSYM_H
 #define PYPERF_ELFSYM_H
 
+#include <gelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "procmaps.h"
+
+/* Call fn for each named function symbol (STT_FUNC) of e's .symtab, in
+ * table order, until it returns non-zero: that value, or 0 when it never
+ * did (or e has no .symtab). */
+int elf_each_function(Elf *e, int (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
+		      void *ctx);
 
 /* Look up `n` symbol names in .dynsym and .symtab of the ELF file at `path`
  * (one pass over each table).  values[i] is the symbol's st_value (a link-time

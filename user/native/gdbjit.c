@@ -1,6 +1,7 @@
 /* gdbjit.c - see gdbjit.h. */
 #include "gdbjit.h"
 #include "pyread.h"
+#include "elfsym.h"
 
 #include <gelf.h>
 #include <libelf.h>
@@ -20,51 +21,49 @@ struct jit_code_entry {
 	uint64_t next, prev, symfile_addr, symfile_size;
 };
 
+struct add_ctx {
+	Elf *e;
+	GElf_Ehdr eh;
+	size_t nsec;
+	struct perfmap *m;
+};
+
+static int add_symbol(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	struct add_ctx *a = ctx;
+	GElf_Shdr home;
+	Elf_Scn *hs;
+	char *shown;
+	uint64_t at;
+	int status = -1;
+
+	if (!sym->st_size || sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE ||
+	    sym->st_shndx >= a->nsec)
+		return 0;
+	/* in a relocatable object a symbol's value is an offset in its
+	 * section, which the JIT set to the loaded address */
+	at = sym->st_value;
+	if (a->eh.e_type == ET_REL) {
+		if (!(hs = elf_getscn(a->e, sym->st_shndx)) || !gelf_getshdr(hs, &home))
+			return 0;
+		at += home.sh_addr;
+	}
+	shown = !strncmp(name, "_Z", 2) ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
+	if (shown && status == 0)
+		perfmap_add(a->m, at, sym->st_size, shown, strlen(shown));
+	else
+		perfmap_add(a->m, at, sym->st_size, name, strlen(name));
+	free(shown);
+	return 0;
+}
+
 static void add_symbols(Elf *e, struct perfmap *m)
 {
-	GElf_Ehdr eh;
-	Elf_Scn *scn = NULL;
-	size_t nsec = 0;
+	struct add_ctx a = { .e = e, .m = m };
 
-	if (!gelf_getehdr(e, &eh) || elf_getshdrnum(e, &nsec))
+	if (!gelf_getehdr(e, &a.eh) || elf_getshdrnum(e, &a.nsec))
 		return;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < d->d_size / sh.sh_entsize && i < INT32_MAX; i++) {
-			GElf_Sym sym;
-			GElf_Shdr home;
-			Elf_Scn *hs;
-			const char *name;
-			char *shown;
-			uint64_t at;
-			int status = -1;
-
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    !sym.st_size || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
-			    sym.st_shndx >= nsec || !(name = elf_strptr(e, sh.sh_link, sym.st_name)) ||
-			    !*name)
-				continue;
-			/* in a relocatable object a symbol's value is an offset in
-			 * its section, which the JIT set to the loaded address */
-			at = sym.st_value;
-			if (eh.e_type == ET_REL) {
-				if (!(hs = elf_getscn(e, sym.st_shndx)) || !gelf_getshdr(hs, &home))
-					continue;
-				at += home.sh_addr;
-			}
-			shown = !strncmp(name, "_Z", 2) ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
-			if (shown && status == 0)
-				perfmap_add(m, at, sym.st_size, shown, strlen(shown));
-			else
-				perfmap_add(m, at, sym.st_size, name, strlen(name));
-			free(shown);
-		}
-	}
+	elf_each_function(e, add_symbol, &a);
 }
 
 void gdbjit_add_object(const void *image, size_t size, struct perfmap *m)

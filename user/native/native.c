@@ -197,31 +197,18 @@ static void free_func(void *v)
  * in ".so" without a "lib" in front (fastloop.cpython-311-x86_64-linux-gnu.so,
  * x.abi3.so), and Cython's functions are __pyx_ symbols in its .symtab (a
  * stripped one has no names to give anyway). */
+static int is_pyx_symbol(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	return !strncmp(name, "__pyx_", 6);
+}
+
 static bool is_cython(Elf *e, const char *base)
 {
 	size_t len = strlen(base);
-	Elf_Scn *scn = NULL;
 
 	if (len < 4 || strcmp(base + len - 3, ".so") || !strncmp(base, "lib", 3))
 		return false;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && i < 1000000; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (gelf_getsym(d, (int)i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
-			    (name = elf_strptr(e, sh.sh_link, sym.st_name)) &&
-			    !strncmp(name, "__pyx_", 6))
-				return true;
-		}
-	}
-	return false;
+	return elf_each_function(e, is_pyx_symbol, NULL);
 }
 
 /* PT_LOAD segments of the ELF file on fd; 0, or -1 if it is not ELF */
