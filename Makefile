@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 # output, lib); headers are included by name from any of them
 USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf $(patsubst %/,-I%,$(USER_DIRS)) -I$(BUILD)
-LDLIBS := -lbpf -ldw -ldebuginfod -lelf -lcapstone -lz -lprotobuf-c -lstdc++ -ldl -lm
+LDLIBS := -lbpf -ldw -ldebuginfod -lelf -lcapstone -lz -lprotobuf-c -ljson-c -lstdc++ -ldl -lm
 
 # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives
 # under the host's multiarch directory: searched last, for that alone
@@ -162,7 +162,7 @@ bench: pyperf-bpf
 
 # a man page per command, made from the command's own --help by help2man
 # (Debian's), beside the overview page packaging/pyperf-bpf.1
-COMMANDS := record dump top leaks daemon
+COMMANDS := record dump top leaks daemon diff
 MAN_PAGES := $(patsubst %,$(BUILD)/man/pyperf-bpf-%.1,$(COMMANDS))
 man: $(MAN_PAGES)
 

@@ -51,7 +51,7 @@ def decode(path):
             k, _, v = line.partition(": ")
             head[k] = v
         elif section == "Samples":
-            m = re.match(r"^\s+((?:\d+\s+)*\d+): ([\d ]*)$", line)
+            m = re.match(r"^\s+((?:-?\d+\s+)*-?\d+): ([\d ]*)$", line)  # a diff's are signed
             if m:  # one value per sample type: the first and the last kept
                 values = [int(x) for x in m.group(1).split()]
                 samples.append([values[0], values[-1],

@@ -11,12 +11,12 @@ _pyperf_bpf()
 		--)	# a program to profile, and its arguments
 			COMPREPLY=($(compgen -c -- "$cur") $(compgen -f -- "$cur"))
 			return ;;
-		record|dump|top|leaks|daemon)
+		record|dump|top|leaks|daemon|diff)
 			[ "$i" -eq 1 ] && cmd=${COMP_WORDS[i]} ;;
 		esac
 	done
 	if [ "$COMP_CWORD" -eq 1 ] && [[ $cur != -* ]]; then
-		COMPREPLY=($(compgen -W "record dump top leaks daemon" -- "$cur"))
+		COMPREPLY=($(compgen -W "record dump top leaks daemon diff" -- "$cur"))
 		return
 	fi
 	case $prev in

@@ -134,18 +134,25 @@ def test_outputs_that_are_no_regular_file_are_written_in_place(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["fifo.folded", "link.folded", "real.folded", "t.json"]
 
 
-@pytest.mark.parametrize("args", [["frobnicate"], ["diff"], ["diff", "a.folded", "b.folded"]])
+@pytest.mark.parametrize("args", [["frobnicate"], ["fold", "a.folded", "b.folded"]])
 def test_unknown_first_word_is_an_error_that_lists_the_commands(args, tmp_path):
     """the first word is a command or an option: anything else is one line
     naming the commands and how to profile a program, exit 2, nothing run
-    (a word taken for a program ran the system's diff)"""
+    (a word taken for a program ran the system's diff for `pyperf-bpf diff`
+    before diff was a command)"""
     r = run_pyperf(args, cwd=tmp_path, timeout=30)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "", r.stdout
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
-    for command in ("record", "dump", "top", "leaks", "daemon", "-- " + args[0]):
+    for command in ("record", "dump", "top", "leaks", "daemon", "diff", "-- " + args[0]):
         assert command in lines[0], lines[0]
+
+
+def test_diff_without_its_two_files_says_so(tmp_path):
+    r = run_pyperf(["diff"], cwd=tmp_path, timeout=30)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "BASE and NEW" in r.stderr, r.stderr
 
 
 def test_a_program_after_the_double_dash_is_still_profiled(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PYPERF, ROOT
 
-COMMANDS = ["record", "dump", "top", "leaks", "daemon"]
+COMMANDS = ["record", "dump", "top", "leaks", "daemon", "diff"]
 BASH_COMPLETION = os.path.join(ROOT, "packaging", "completion", "pyperf-bpf.bash")
 OPT_RE = re.compile(r"(?:^|[ ,])(--?[a-zA-Z][-a-zA-Z]*)")
 
@@ -33,7 +33,7 @@ def test_top_level_usage_names_every_command():
     r = subprocess.run([PYPERF, "--help"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     usage = r.stdout.split("\n\n")[0]
-    for c in ["dump", "top", "leaks", "daemon"]:
+    for c in ["dump", "top", "leaks", "daemon", "diff"]:
         assert f"pyperf-bpf {c}" in usage, usage
     assert "[record]" in usage, usage
 
@@ -46,7 +46,7 @@ def test_each_command_has_a_man_page_that_renders(command):
                        env=dict(os.environ, MANWIDTH="100"))
     assert r.returncode == 0, r.stderr
     text = r.stdout.replace("\u2010", "-")  # man's hyphens
-    assert f"pyperf-bpf-{command} - " in text, text[:500]
+    assert re.search(rf"pyperf-bpf-{command}\s+-\s+\w", text), text[:500]
     missing = [o for o in help_options(command) if o not in text]
     assert not missing, (missing, text[:3000])
 
@@ -67,7 +67,7 @@ def test_bash_completion_is_registered_and_offers_the_commands():
                        capture_output=True, text=True)
     assert r.returncode == 0 and "_pyperf_bpf" in r.stdout, (r.stdout, r.stderr)
     assert set(COMMANDS) <= complete(["pyperf-bpf", ""])
-    assert complete(["pyperf-bpf", "d"]) == {"dump", "daemon"}
+    assert complete(["pyperf-bpf", "d"]) == {"dump", "daemon", "diff"}
     assert complete(["pyperf-bpf", "--mode", ""]) >= {"cpu", "wall", "offcpu"}
 
 

@@ -4,6 +4,7 @@
  * loaded or written. */
 #include "daemon.h"
 #include "dbgfetch.h"
+#include "diff.h"
 #include "dump.h"
 #include "record.h"
 #include "top.h"
@@ -24,6 +25,8 @@ int main(int argc, char **argv)
 		return daemon_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "leaks"))
 		return leaks_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return diff_main(argc - 1, argv + 1);
 	/* internal: the helper that fetches a debug file (dbgfetch.h) */
 	if (argc == 3 && !strcmp(argv[1], "debuginfod-fetch"))
 		return dbgfetch_helper(argv[2]);
@@ -34,7 +37,7 @@ int main(int argc, char **argv)
 	/* the first word is ours: a program to profile follows "--" (a word
 	 * taken for a program ran the system's `diff` for `pyperf-bpf diff`) */
 	if (argc > 1 && argv[1][0] && argv[1][0] != '-') {
-		fprintf(stderr, "pyperf-bpf: '%s' is not a command: record, dump, top, leaks or daemon "
+		fprintf(stderr, "pyperf-bpf: '%s' is not a command: record, dump, top, leaks, daemon or diff "
 			"(a program to profile goes after --: pyperf-bpf -- %s ...)\n", argv[1],
 			argv[1]);
 		return 2;

@@ -182,6 +182,7 @@ static void usage(FILE *f)
 		"       pyperf-bpf top [-p PID] [-- COMMAND]   live view of the hot functions\n"
 		"       pyperf-bpf leaks [-p PID | -- COMMAND]  allocations still live\n"
 		"       pyperf-bpf daemon [--config FILE] ...  continuous profiling\n"
+		"       pyperf-bpf diff BASE NEW [-o FILE]     what changed between two recordings\n"
 		"       (each command has its own --help)\n"
 		"\n"
 		"The first word is a command or an option: a program to profile goes\n"

@@ -22,8 +22,11 @@
  * the top.  The image is as tall as its deepest drawn frame, and a flame
  * graph taller than the window opens scrolled to its root, at the bottom. */
 #include "output.h"
+#include "in_profile.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +44,8 @@ struct node {
 	enum svg_kind kind;
 	uint64_t count;
 	uint64_t off;                /* of count, from stacks taken off the CPU */
+	double base;                 /* out_svg_diff: the base's share of this frame path
+				      * (0..1), -1: the path is not in the base */
 	struct node **kids;
 	size_t nkids, capkids;
 };
@@ -234,6 +239,8 @@ enum { UNIT_SAMPLE = 0, UNIT_NS = 1, UNIT_BYTE = 2 }; /* the script's `unit` too
 struct draw {
 	FILE *f;
 	uint64_t total;
+	double maxdelta;             /* out_svg_diff: the largest change of a share (> 0);
+				      * 0: not a differential graph */
 	double scale;                /* pixels per sample */
 	unsigned height;
 	bool icicle;
@@ -246,6 +253,38 @@ static double frame_y(const struct draw *d, unsigned depth)
 			 : d->height - BOTTOM - (double)(depth + 1) * FRAME_H;
 }
 
+/* out_svg_diff: a frame's share now less its share in the base */
+static double share_delta(const struct draw *d, const struct node *n)
+{
+	return (double)n->count / (double)d->total - (n->base < 0 ? 0 : n->base);
+}
+
+/* red where the share grew, blue where it shrank, white where it stayed;
+ * the saturation grows with the change against the largest one */
+static void diff_color(const struct draw *d, const struct node *n, char *out, size_t len)
+{
+	double delta = share_delta(d, n), s = fabs(delta) / d->maxdelta;
+	unsigned v = (unsigned)(255.0 * (1.0 - (s > 1 ? 1 : s)));
+
+	if (delta > 0)
+		snprintf(out, len, "rgb(255,%u,%u)", v, v);
+	else if (delta < 0)
+		snprintf(out, len, "rgb(%u,%u,255)", v, v);
+	else
+		snprintf(out, len, "rgb(255,255,255)");
+}
+
+static void diff_title(const struct draw *d, const struct node *n)
+{
+	double now = 100.0 * (double)n->count / (double)d->total;
+
+	if (n->base < 0)
+		fprintf(d->f, " (new: %.2f%%, not in the base)", now);
+	else
+		fprintf(d->f, " (base %.2f%%, new %.2f%%, %+.2f points)", 100.0 * n->base, now,
+			now - 100.0 * n->base);
+}
+
 static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigned depth)
 {
 	double w = (double)n->count * d->scale;
@@ -253,23 +292,31 @@ static void draw(const struct draw *d, const struct node *n, uint64_t x, unsigne
 
 	if (w < MIN_PX)
 		return;
-	color(n->kind, n->off * 2 > n->count, n->label, fill, sizeof(fill));
+	if (d->maxdelta > 0)
+		diff_color(d, n, fill, sizeof(fill));
+	else
+		color(n->kind, n->off * 2 > n->count, n->label, fill, sizeof(fill));
 	fprintf(d->f, "<g class=\"f\" data-kind=\"%s\" data-samples=\"%llu\" data-x=\"%llu\" "
 		"data-depth=\"%u\" data-name=\"", kind_names[n->kind],
 		(unsigned long long)n->count, (unsigned long long)x, depth);
 	put_xml(d->f, n->label);
+	if (d->maxdelta > 0)
+		fprintf(d->f, "\" data-delta=\"%.3f", 100.0 * share_delta(d, n));
 	fputs("\"><title>", d->f);
 	put_xml(d->f, n->label);
-	if (d->unit == UNIT_NS)
+	if (d->maxdelta > 0)
+		diff_title(d, n);
+	else if (d->unit == UNIT_NS)
 		fprintf(d->f, " (%.3f ms, %.0f%% off-CPU, ", n->count / 1e6,
 			100.0 * (double)n->off / (double)(n->count ? n->count : 1));
 	else if (d->unit == UNIT_BYTE)
 		fprintf(d->f, " (%.2f MiB, ", n->count / 1048576.0);
 	else
 		fprintf(d->f, " (%llu samples, ", (unsigned long long)n->count);
-	fprintf(d->f, "%.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+	if (d->maxdelta <= 0)
+		fprintf(d->f, "%.2f%%)", 100.0 * (double)n->count / (double)d->total);
+	fprintf(d->f, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
 		"height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\"></text></g>\n",
-		100.0 * (double)n->count / (double)d->total,
 		(double)x * d->scale + 10, frame_y(d, depth), w, FRAME_H - 1, fill,
 		(double)x * d->scale + 13, frame_y(d, depth) + FRAME_H - 4.5);
 	for (size_t i = 0; i < n->nkids; i++) {
@@ -388,58 +435,171 @@ static const char script[] =
 	"var root = document.querySelector('g.f[data-depth=\"0\"] rect');\n"
 	"if (root && root.scrollIntoView) root.scrollIntoView({block: 'end'});\n";
 
-static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
+/* The document: title, subtitle, controls, the frames under root (sized by
+ * d's total and scale), the details line and the script. */
+static int write_graph(struct draw *d, const char *title, const char *subtitle,
+		       const struct node *root)
 {
-	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle,
-			  .unit = mode_is_time(c->mode) ? UNIT_NS : mode_is_bytes(c->mode) ? UNIT_BYTE
-									       : UNIT_SAMPLE };
+	FILE *f = d->f;
 	unsigned depth;
 
-	d.scale = d.total ? (double)(WIDTH - 20) / (double)d.total : 0;
-	depth = drawn_depth(&t->root, d.scale, 0) + 1;
-	d.height = TOP + depth * FRAME_H + BOTTOM + 4;
+	d->scale = d->total ? (double)(WIDTH - 20) / (double)d->total : 0;
+	depth = drawn_depth(root, d->scale, 0) + 1;
+	d->height = TOP + depth * FRAME_H + BOTTOM + 4;
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" width=\"%d\" height=\"%u\" viewBox=\"0 0 %d %u\" "
 		"xmlns=\"http://www.w3.org/2000/svg\" font-family=\"monospace\" font-size=\"11\">\n"
 		"<style>g.f { cursor: pointer; } g.f:hover rect { stroke: black; stroke-width: 0.5; }"
 		" g.f text { pointer-events: none; fill: black; } .ctl { cursor: pointer; fill: #00c; }"
 		"</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n",
-		WIDTH, d.height, WIDTH, d.height);
-	fputs("<text id=\"title\" x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">"
-	      "Flame graph: ", f);
-	put_xml(f, c->title ? c->title : "pyperf-bpf");
-	if (c->mode == MODE_CPU)
-		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
-			"text-anchor=\"middle\">cpu mode: %llu samples in %.1f s at %d Hz per CPU; "
-			"Python yellow, native red, kernel blue</text>\n",
-			(unsigned long long)d.total, c->duration_s, c->freq);
-	else if (mode_is_bytes(c->mode))
-		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
-			"text-anchor=\"middle\">%s mode: %.2f MiB %s in %.1f s; Python yellow, "
-			"native red, kernel blue</text>\n", mode_name(c->mode), d.total / 1048576.0,
-			c->mode == MODE_FAULTS ? "of anonymous memory faulted in" :
-			c->mode == MODE_LEAKS ? "still live (sampled allocations)" : "allocated",
-			c->duration_s);
-	else
-		fprintf(f, "</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" "
-			"text-anchor=\"middle\">%s mode: %.2f s of thread time in %.1f s (off-CPU "
-			"%.2f s); Python yellow, native red, kernel blue, mostly off-CPU teal</text>\n",
-			c->mode == MODE_WALL ? "wall" : "offcpu", d.total / 1e9, c->duration_s,
-			t->root.off / 1e9);
-	fputs("<text id=\"unzoom\" class=\"ctl\" x=\"10\" y=\"56\" style=\"opacity:0.3\">"
+		WIDTH, d->height, WIDTH, d->height);
+	fputs("<text id=\"title\" x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">", f);
+	put_xml(f, title);
+	fputs("</text>\n<text id=\"subtitle\" x=\"600\" y=\"38\" text-anchor=\"middle\">", f);
+	put_xml(f, subtitle);
+	fputs("</text>\n<text id=\"unzoom\" class=\"ctl\" x=\"10\" y=\"56\" style=\"opacity:0.3\">"
 	      "Reset Zoom</text>\n<text id=\"search\" class=\"ctl\" x=\"1190\" y=\"56\" "
 	      "text-anchor=\"end\">Search</text>\n<text id=\"matched\" x=\"1100\" y=\"56\" "
 	      "text-anchor=\"end\"></text>\n", f);
-	if (!d.total)
+	if (!d->total)
 		fprintf(f, "<text x=\"600\" y=\"%u\" text-anchor=\"middle\">no samples</text>\n",
 			TOP + 20);
 	else
-		draw(&d, &t->root, 0, 0);
+		draw(d, root, 0, 0);
 	fprintf(f, "<text id=\"details\" x=\"10\" y=\"%u\"> </text>\n<script><![CDATA[\n",
-		d.height - 10);
-	fprintf(f, script, WIDTH, (unsigned long long)(d.total ? d.total : 1), d.unit);
+		d->height - 10);
+	fprintf(f, script, WIDTH, (unsigned long long)(d->total ? d->total : 1), d->unit);
 	fputs("]]></script>\n</svg>\n", f);
 	return ferror(f) ? -1 : 0;
+}
+
+static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
+{
+	struct draw d = { .f = f, .total = t->root.count, .icicle = c->icicle,
+			  .unit = mode_is_time(c->mode) ? UNIT_NS : mode_is_bytes(c->mode) ? UNIT_BYTE
+									       : UNIT_SAMPLE };
+	char title[600], sub[400];
+
+	snprintf(title, sizeof(title), "Flame graph: %s", c->title ? c->title : "pyperf-bpf");
+	if (c->mode == MODE_CPU)
+		snprintf(sub, sizeof(sub), "cpu mode: %llu samples in %.1f s at %d Hz per CPU; "
+			 "Python yellow, native red, kernel blue", (unsigned long long)d.total,
+			 c->duration_s, c->freq);
+	else if (mode_is_bytes(c->mode))
+		snprintf(sub, sizeof(sub), "%s mode: %.2f MiB %s in %.1f s; Python yellow, native "
+			 "red, kernel blue", mode_name(c->mode), d.total / 1048576.0,
+			 c->mode == MODE_FAULTS ? "of anonymous memory faulted in" :
+			 c->mode == MODE_LEAKS ? "still live (sampled allocations)" : "allocated",
+			 c->duration_s);
+	else
+		snprintf(sub, sizeof(sub), "%s mode: %.2f s of thread time in %.1f s (off-CPU %.2f "
+			 "s); Python yellow, native red, kernel blue, mostly off-CPU teal",
+			 c->mode == MODE_WALL ? "wall" : "offcpu", d.total / 1e9, c->duration_s,
+			 t->root.off / 1e9);
+	return write_graph(&d, title, sub, &t->root);
+}
+
+/* ---- the differential flame graph (pyperf-bpf diff) ---- */
+
+/* what a frame of our own output is, from its label */
+static enum svg_kind label_kind(const char *l)
+{
+	size_t n = strlen(l);
+	const char *open = strrchr(l, '('), *colon;
+
+	if (n > 4 && !strcmp(l + n - 4, "_[k]"))
+		return K_KERNEL;
+	if (!n || l[n - 1] != ')' || !open || open == l)
+		return K_MARK;
+	colon = strrchr(open, ':');
+	return colon && (isdigit((unsigned char)colon[1]) || colon[1] == '-') ? K_PYTHON : K_NATIVE;
+}
+
+static void add_profile(struct tree *t, const struct in_profile *p)
+{
+	for (size_t i = 0; i < p->n && !t->failed; i++) {
+		uint64_t v = (uint64_t)llround(p->v[i].value < 0 ? 0 : p->v[i].value);
+		struct node *n = &t->root;
+
+		n->count += v;
+		for (size_t j = 0; j < p->v[i].n && n; j++) {
+			const char *l = p->v[i].frames[j];
+
+			if ((n = child(t, n, l, strlen(l), label_kind(l))))
+				n->count += v;
+		}
+	}
+}
+
+/* parent's kid with this label in t, or NULL */
+static const struct node *find_child(struct tree *t, const struct node *parent,
+				     const struct node *like)
+{
+	size_t len = strlen(like->label), klen = sizeof(parent) + len + 1;
+	char *key = malloc(klen);
+	const struct node *n;
+
+	if (!key)
+		return NULL;
+	memcpy(key, &parent, sizeof(parent));
+	memcpy(key + sizeof(parent), like->label, len);
+	key[klen - 1] = (char)like->kind;
+	n = hmap_get(&t->index, key, klen);
+	free(key);
+	return n;
+}
+
+/* each frame path of cur gets its share in the base (b, under bn); the
+ * largest change of a share into *maxdelta */
+static void set_base(struct node *cn, double ctotal, struct tree *b, const struct node *bn,
+		     double btotal, double *maxdelta)
+{
+	double delta;
+
+	cn->base = bn ? (double)bn->count / btotal : -1;
+	delta = fabs((double)cn->count / ctotal - (cn->base < 0 ? 0 : cn->base));
+	if (delta > *maxdelta)
+		*maxdelta = delta;
+	for (size_t i = 0; i < cn->nkids; i++)
+		set_base(cn->kids[i], ctotal, b, bn ? find_child(b, bn, cn->kids[i]) : NULL, btotal,
+			 maxdelta);
+}
+
+int out_svg_diff(FILE *f, const char *title, const struct in_profile *base,
+		 const struct in_profile *cur)
+{
+	struct tree c, b;
+	struct draw d = { .f = f, .unit = UNIT_SAMPLE };
+	char sub[400];
+	int rc = -1;
+
+	memset(&c, 0, sizeof(c));
+	memset(&b, 0, sizeof(b));
+	c.root.label = strdup("all");
+	b.root.label = strdup("all");
+	if (!c.root.label || !b.root.label)
+		goto out;
+	add_profile(&c, cur);
+	add_profile(&b, base);
+	if (c.failed || b.failed || !c.root.count || !b.root.count)
+		goto out;
+	sort_tree(&c.root);
+	set_base(&c.root, (double)c.root.count, &b, &b.root, (double)b.root.count, &d.maxdelta);
+	if (d.maxdelta <= 0)
+		d.maxdelta = 1e-12; /* no change anywhere: every frame white */
+	d.total = c.root.count;
+	snprintf(sub, sizeof(sub), "the new profile's shape; red: a larger share of its total than "
+		 "in the base, blue: a smaller one (the largest change %.2f points)",
+		 100.0 * (d.maxdelta > 1e-9 ? d.maxdelta : 0));
+	rc = write_graph(&d, title, sub, &c.root);
+out:
+	if (rc && !errno)
+		errno = ENOMEM;
+	free_node(&c.root);
+	free_node(&b.root);
+	hmap_free(&c.index, NULL);
+	hmap_free(&b.index, NULL);
+	return rc;
 }
 
 int out_svg(FILE *f, const struct out_ctx *c)

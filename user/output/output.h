@@ -89,6 +89,13 @@ int out_svg(FILE *f, const struct out_ctx *c);
 int out_pprof(FILE *f, const struct out_ctx *c);
 int out_speedscope(FILE *f, const struct out_ctx *c);
 int out_otlp(FILE *f, const struct out_ctx *c);
+/* pyperf-bpf diff: a differential flame graph, the shape of cur with each
+ * frame coloured by how its share of the total changed from base (red: up,
+ * blue: down, white: the same; saturation by the size of the change; its
+ * title gives both shares), as Brendan Gregg's difffolded draws them. */
+struct in_profile;
+int out_svg_diff(FILE *f, const char *title, const struct in_profile *base,
+		 const struct in_profile *cur);
 /* data gzipped (header mtime 0, so equal inputs give equal bytes) to f;
  * 0, or -1 with errno set */
 int out_gzip(FILE *f, const uint8_t *data, size_t len);
