@@ -141,9 +141,10 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 	for (size_t i = 0; i < r->o->noutputs; i++)
 		if (outfile_commit(&r->out[i], err, errlen))
 			return -1;
-	/* `leaks` finding nothing live is an answer; a recording without a
-	 * sample is not (record_run says so) */
-	r->empty = !prof->total && !r->o->s.leaks;
+	/* `leaks` finding nothing live is an answer, and so is a recording
+	 * whose only samples are of processes it could not profile (the report
+	 * lists them); one without any sample is not (record_run says so) */
+	r->empty = !prof->total && !r->o->s.leaks && !prof->refused.len;
 	return 0;
 }
 
