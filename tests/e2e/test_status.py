@@ -9,7 +9,7 @@ from conftest import PYPERF, SUPPORTED, WORKLOADS, run_pyperf
 from test_top import pane, session, tmux, wait_for  # noqa: F401 (session is a fixture)
 
 STATUS_RE = re.compile(r"pyperf-bpf: (\d+)/4 s, (\d+) samples, (\d+) processes, (\d+) threads, "
-                       r"(\d+) lost")
+                       r"(\d+) lost, (\d+) tables pending")
 
 
 def record_in_terminal(session, tmp_path, extra=""):
@@ -26,7 +26,7 @@ def test_status_line_on_a_terminal(session, tmp_path):
     seen = wait_for(lambda: [m for m in STATUS_RE.finditer(pane(session))
                              if int(m.group(2)) > 0], timeout=20)
     assert seen, pane(session)
-    elapsed, samples, procs, threads, lost = map(int, seen[-1].groups())
+    elapsed, samples, procs, threads, lost, pending = map(int, seen[-1].groups())
     assert 1 <= elapsed <= 4 and procs == 1 and threads >= 1 and lost == 0, seen[-1].group(0)
     # redrawn in place: one status line on the screen at any time
     assert len(STATUS_RE.findall(pane(session))) == 1, pane(session)

@@ -23,6 +23,7 @@ struct recorder {
 	bool empty;                  /* nothing was sampled */
 	bool status;                 /* a status line on stderr (a terminal) */
 	bool drawn;                  /* it is on the screen */
+	size_t tables_pending;       /* native unwind tables not built yet */
 };
 
 /* The status line while recording, on a terminal: redrawn at each drain of
@@ -48,12 +49,17 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double
 		return;
 	if (r->o->s.duration > 0)
 		snprintf(total, sizeof(total), "/%g", r->o->s.duration);
-	fprintf(stderr, "pyperf-bpf: %.0f%s s, %llu samples, %zu processes, %zu threads, %llu lost",
-		elapsed, total, (unsigned long long)prof->total, profile_nprocs_seen(prof),
-		prof->threads.len,
-		(unsigned long long)(st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL]));
+	fprintf(stderr, "pyperf-bpf: %.0f%s s, %llu samples, %zu processes, %zu threads, %llu lost, "
+		"%zu tables pending", elapsed, total, (unsigned long long)prof->total,
+		profile_nprocs_seen(prof), prof->threads.len,
+		(unsigned long long)(st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL]), r->tables_pending);
 	fflush(stderr);
 	r->drawn = true;
+}
+
+static void on_tables(void *ctx, size_t pending)
+{
+	((struct recorder *)ctx)->tables_pending = pending;
 }
 
 static void on_message(void *ctx, const char *msg)
@@ -151,8 +157,8 @@ static int on_end(void *ctx, struct profile *prof, const struct session_end *end
 int record_run(const struct record_opts *o)
 {
 	struct recorder r = { .o = o, .status = !o->quiet && isatty(STDERR_FILENO) };
-	struct session_hooks h = { .on_end = on_end, .on_drain = on_drain, .on_message = on_message,
-				   .message_on_stderr = true, .ctx = &r };
+	struct session_hooks h = { .on_end = on_end, .on_drain = on_drain, .on_tables = on_tables,
+				   .on_message = on_message, .message_on_stderr = true, .ctx = &r };
 	char err[1024];
 	int rc;
 
@@ -247,8 +253,8 @@ static void usage(FILE *f)
 		"      --unwind-mb N        memory the native unwind tables may take (default %d;\n"
 		"                           beyond it the least recently used are evicted)\n"
 		"  -q, --quiet              no status line (elapsed time, samples, processes\n"
-		"                           and threads seen, samples lost: on stderr, when\n"
-		"                           it is a terminal)\n"
+		"                           and threads seen, samples lost, unwind tables\n"
+		"                           pending: on stderr, when it is a terminal)\n"
 		"  -v, --verbose            say what is happening\n"
 		"  -h, --help               this help\n",
 		CMDLINE_MAX_FREQ, PYPERF_UNWIND_MB);

@@ -830,6 +830,8 @@ static void run_loop(struct session *r, uint64_t start)
 
 				naming_name_kernel(&r->prof, r->s);
 				sampler_stats(r->s, st);
+				if (r->h->on_tables)
+					r->h->on_tables(r->h->ctx, r->nat_on ? native_pending(&r->nat) : 0);
 				r->h->on_drain(r->h->ctx, &r->prof, st, (now - start) / 1e9, false);
 			}
 			if (r->nat_on) /* binaries no process maps any more */

@@ -68,6 +68,9 @@ struct session_end {
 struct session_hooks {
 	void (*on_drain)(void *ctx, struct profile *prof, const uint64_t *sampler_stats,
 			 double elapsed_s, bool final);
+	/* right before each on_drain: the native unwind tables asked for and
+	 * not built yet (record's status line) */
+	void (*on_tables)(void *ctx, size_t pending);
 	int (*on_end)(void *ctx, struct profile *prof, const struct session_end *end, char *err,
 		      size_t errlen);
 	bool (*should_stop)(void *ctx);
