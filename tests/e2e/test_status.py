@@ -1,6 +1,6 @@
 """record's status line: on a terminal (tmux), stderr shows the elapsed and
-total time, samples, processes and threads seen and samples lost, redrawn
-as the recording goes and erased at its end; piped, or with --quiet,
+total time, samples, processes and threads seen, samples lost and unwind
+tables not built yet, redrawn as the recording goes and erased at its end; piped, or with --quiet,
 there is none."""
 import os
 import re
