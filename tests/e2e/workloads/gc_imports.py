@@ -5,7 +5,8 @@ beside them.  Usage: gc_imports.py OUT.json SLOWDIR
 Collections: a gc.callbacks callback, registered first thing, counts the
 'start' of every collection per generation; gc.get_stats() says how many
 collections came before it (start-up's, which a profiler may or may not have
-seen).  Then 1 s of doing nothing (for a profiler to attach), then about
+seen).  Then 0.3 s of CPU without allocations and 0.7 s of sleep (a
+profiler attaches its probes when it first samples the process), then about
 1.5 s of CPU making cyclic garbage at an irregular threshold, with three
 gc.collect() in the middle (generation 2).  Imports: SLOWDIR/quickmod.py
 (x = 1), then SLOWDIR/slowmod.py (its body sleeps 0.4 s), both written by
@@ -18,6 +19,7 @@ standard modules imported here, in order], "pid": this process}.  The
 collector is disabled before those are read, and the process ends with
 os._exit: finalization would run collections the callback does not see."""
 import gc
+import itertools
 import json
 import os
 import sys
@@ -65,7 +67,13 @@ def churn(seconds):
 
 def main():
     out, slowdir = sys.argv[1], sys.argv[2]
-    time.sleep(1.0)  # a profiler attaches
+    # a profiler attaches its probes when it first samples the process:
+    # some CPU time without allocating (no collection), then a pause
+    end = time.thread_time() + 0.3
+    while time.thread_time() < end:
+        for _ in itertools.repeat(None, 10000):
+            pass
+    time.sleep(0.7)
     churn(1.5)
     sys.path.insert(0, slowdir)
     import quickmod  # noqa: F401
