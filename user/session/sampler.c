@@ -56,7 +56,7 @@ struct sampler {
 #define EVENT_LINKS 4
 struct event_links {
 	struct bpf_link *l[EVENT_LINKS];
-	int found;                   /* 1: markers there, 0: none (told once) */
+	int found;                   /* 1: markers there, 0: none */
 };
 
 static void event_links_free(void *v)
@@ -462,9 +462,8 @@ int sampler_attach_events(struct sampler *s, const char *path, char *err, size_t
 		return set_err(err, errlen, "%s: %s", path, strerror(errno)), -1;
 	key[0] = st.st_dev;
 	key[1] = st.st_ino;
-	e = hmap_get(&s->event_links, key, sizeof(key));
-	if (e)
-		return e->found ? 0 : 1;
+	if (hmap_get(&s->event_links, key, sizeof(key)))
+		return 0; /* looked at before (and told, if it has none) */
 	if (!(e = calloc(1, sizeof(*e))))
 		return set_err(err, errlen, "out of memory"), -1;
 	for (int i = 0; i < EVENT_LINKS; i++) {

@@ -104,9 +104,9 @@ typedef void (*sampler_objects_fn)(void *ctx, const struct stack_key *k, uint64_
 void sampler_live(struct sampler *s, sampler_live_fn fn, sampler_objects_fn objs, void *ctx);
 /* --events: time the markers asked for in the interpreter binary at path
  * (as this process opens it: the file that holds _PyRuntime), for every
- * process that maps it; once per binary.  0: attached (now or before); 1:
- * the binary has none of those markers (a build without --with-dtrace);
- * -1 with a message. */
+ * process that maps it; once per binary.  0: attached, or looked at before;
+ * 1: the first look found none of those markers (a build without
+ * --with-dtrace); -1 with a message. */
 int sampler_attach_events(struct sampler *s, const char *path, char *err, size_t errlen);
 /* Drop everything the sampler knows about pid (it exec'ed). */
 void sampler_forget(struct sampler *s, uint32_t pid);

@@ -104,8 +104,7 @@ struct session {
 	bool nat_on;                 /* native frames are taken (nat is set up) */
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
 	struct hmap asyncs;          /* pid -> struct async_try * (--async) */
-	struct hmap refused;         /* whole host: why processes were refused, and (--events)
-				      * binaries without markers: each said once */
+	struct hmap refused;         /* whole host: why processes were refused, said once each */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
@@ -334,17 +333,6 @@ static void async_waits(struct session *r, uint64_t now)
 	}
 }
 
-/* --events: was the lack of markers in this binary already said? */
-static bool said_for_binary(struct session *r, const char *path)
-{
-	static const char one = 1;
-
-	if (hmap_get(&r->refused, path, strlen(path)))
-		return true;
-	(void)hmap_put(&r->refused, path, strlen(path), (void *)&one);
-	return false;
-}
-
 static int adopt(struct session *r, const struct pyproc *py)
 {
 	struct proc_info pi;
@@ -373,10 +361,10 @@ static int adopt(struct session *r, const struct pyproc *py)
 		char err[512];
 		int rc = sampler_attach_events(r->s, py->binary_file, err, sizeof(err));
 
-		/* said once per binary: the probes are too */
+		/* once per binary, as the sampler looks at each once */
 		if (rc < 0)
 			say(r, "pid %d: --events: %s", py->pid, err);
-		else if (rc > 0 && !said_for_binary(r, py->binary_file))
+		else if (rc > 0)
 			say(r, "pid %d: --events: %s has no USDT markers: exact GC "
 				"pauses and import times need a CPython built with --with-dtrace "
 				"(its <GC> frames still show the collector's sampled time)",
