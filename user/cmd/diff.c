@@ -253,11 +253,19 @@ static int add_shares(struct hmap *m, const struct in_profile *p, int side)
 	return 0;
 }
 
+/* changes compare as printed (hundredths of a point): two rows that print
+ * the same change are ordered by name, not by the last bits of a share,
+ * which differ between formats (a folded file's counts, pprof's values) */
+static long long printed(double d)
+{
+	return llround(fabs(d) * 100);
+}
+
 static int by_change(const void *a, const void *b)
 {
 	const struct fshare *x = *(const struct fshare *const *)a, *y = *(const struct fshare *const *)b;
-	double dx = fabs(x->total[1] - x->total[0]), dy = fabs(y->total[1] - y->total[0]);
-	double ox = fabs(x->own[1] - x->own[0]), oy = fabs(y->own[1] - y->own[0]);
+	long long dx = printed(x->total[1] - x->total[0]), dy = printed(y->total[1] - y->total[0]);
+	long long ox = printed(x->own[1] - x->own[0]), oy = printed(y->own[1] - y->own[0]);
 
 	if (dx != dy)
 		return dx < dy ? 1 : -1;
