@@ -88,7 +88,7 @@ def split_error(stacks, truth):
         if leaf in per:
             per[leaf] += count
     total, mtotal = sum(per.values()), sum(truth.values())
-    assert total > 500, per
+    assert total > 1000, per
     return max(abs(100.0 * per[k] / total - 100.0 * truth[k] / mtotal) for k in LEAVES)
 
 
@@ -112,16 +112,17 @@ def austin_stacks(text):
                          ids=lambda p: f"{p[1][0]}.{p[1][1]}")
 def test_record_split_against_py_spy_and_austin(python, tmp_path):
     """The known split (split.py measures its own) recorded by each, in
-    runs of their own, every 4 ms, Python frames only: the referees (py-spy;
+    runs of their own, every 2 ms, Python frames only: the referees (py-spy;
     austin where it reads the version, up to 3.13) must be within 6 points
     of the workload's own measure (else the scene is wrong), and we within 3
-    and no further off than the best of them + 1.5 (the sampling noise of
-    ~1000 samples).  Two interpreters: the comparison does not depend on
-    the version."""
+    and no further off than the best of them + 2 (two estimates of a 60 %
+    share from ~2000 samples each differ by 1.5 points at one standard
+    deviation: CI once saw ours 2.6 off, py-spy 0.6, at ~1000 samples).
+    Two interpreters: the comparison does not depend on the version."""
     script = os.path.join(WORKLOADS, "split.py")
     errors = {}
     theirs, t_truth = tmp_path / "pyspy.txt", tmp_path / "t.json"
-    r = subprocess.run([peer("py-spy"), "record", "-r", "250", "-f", "raw", "-o", str(theirs),
+    r = subprocess.run([peer("py-spy"), "record", "-r", "500", "-f", "raw", "-o", str(theirs),
                         "--", python[0], script, "4", str(t_truth)], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -130,7 +131,7 @@ def test_record_split_against_py_spy_and_austin(python, tmp_path):
     austin = peer("austin")
     if python[1] <= (3, 13):
         a_out, a_truth = tmp_path / "austin.txt", tmp_path / "a.json"
-        r = subprocess.run([austin, "-s", "-i", "4ms", "-o", str(a_out), python[0], script, "4",
+        r = subprocess.run([austin, "-s", "-i", "2ms", "-o", str(a_out), python[0], script, "4",
                             str(a_truth)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         errors["austin"] = split_error(austin_stacks(a_out.read_text()),
@@ -138,13 +139,13 @@ def test_record_split_against_py_spy_and_austin(python, tmp_path):
     else:
         print(f"austin 3.7.0 does not read Python {python[1][0]}.{python[1][1]}: py-spy alone")
     ours, o_truth = tmp_path / "ours.folded", tmp_path / "o.json"
-    r = run_pyperf(["-F", "250", "--python-only", "-o", str(ours), "--", python[0], script, "4",
+    r = run_pyperf(["-F", "500", "--python-only", "-o", str(ours), "--", python[0], script, "4",
                     str(o_truth)])
     assert r.returncode == 0, r.stderr
     e_ours = split_error(parse_folded(ours.read_text()), json.loads(o_truth.read_text()))
     for name, e in errors.items():
         assert e <= 6.0, f"{name} {e:.1f} points off: the scene is wrong"
-    assert e_ours <= 3.0 and e_ours <= min(errors.values()) + 1.5, (e_ours, errors)
+    assert e_ours <= 3.0 and e_ours <= min(errors.values()) + 2.0, (e_ours, errors)
 
 
 @pytest.mark.parametrize("python", [p for p in SUPPORTED if p[1] in ((3, 12), SUPPORTED[-1][1])],
