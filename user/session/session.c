@@ -30,6 +30,7 @@
 #include "sampler.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -829,6 +830,12 @@ static void run_loop(struct session *r, uint64_t start)
 				prune_pid_states(r);
 				if (o->cmd) /* orphans of the command's tree that exited */
 					proctree_reap(getpid(), r->child);
+				/* what exited processes and binaries let go of left free
+				 * in the heap goes back to the system: glibc keeps free
+				 * memory below a live chunk, and a burst of processes
+				 * otherwise leaves a long-running session's RSS higher
+				 * each time (issue 30's soak) */
+				malloc_trim(0);
 				next_prune = now + PRUNE_EVERY_NS;
 			}
 		}
