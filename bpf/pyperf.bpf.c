@@ -69,6 +69,9 @@ const volatile __u32 alloc_gap[ALLOC_GAPS] = {};
 const volatile __u32 alloc_weight[ALLOC_XSTEPS] = {};
 /* `leaks`: keep each sampled allocation in live_allocs until it is freed */
 const volatile bool alloc_live = false;
+/* -f timeline: every counted sample also goes to the ring buffer with its
+ * time (false: the verifier drops that code) */
+const volatile bool timeline = false;
 
 /* Which of the two counts maps the sampler fills; the loader flips it. */
 __u32 active = 0;
@@ -404,6 +407,34 @@ static __always_inline __u64 pack_stack(struct scratch *s)
 	return EV_WIRE_HEAD + fbytes + nbytes + kbytes;
 }
 
+/* -f timeline: this sample in time.  Wakes nobody: the loader polls at
+ * least every 100 ms, and the stack it names was announced before it. */
+static __always_inline void timeline_note(const struct stack_key *key, __u64 ts, __u64 dur,
+					  __u64 weight, __u32 flags)
+{
+	struct ev_sample *e;
+
+	if (!timeline || !weight)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_TIMELINE_LOST);
+		return;
+	}
+	e->kind = EV_SAMPLE;
+	e->pid = key->pid;
+	e->tid = key->tid;
+	e->gen = key->gen;
+	e->hash = key->hash;
+	e->ts = ts;
+	e->dur = dur;
+	e->weight = weight;
+	e->flags = flags;
+	e->cpu = bpf_get_smp_processor_id();
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT ?
+			      0 : BPF_RB_NO_WAKEUP);
+}
+
 /* Add weight to this stack (one sample, or nanoseconds).  When the key is new
  * in this counts map, name its code objects (check_step) and announce it;
  * samples of a known key read no code object at all.  false: not counted
@@ -683,6 +714,8 @@ static __always_inline bool sample_current(void *ctx, struct pt_regs *regs, __u6
 		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
 	if (!count_stack(&w, &key, idx, weight))
 		return false;
+	if (timeline)
+		timeline_note(&key, bpf_ktime_get_ns(), 0, weight, 0);
 	if (out)
 		*out = key;
 	return true;
@@ -992,7 +1025,7 @@ static __always_inline void block_ends(struct task_struct *task)
 {
 	struct offcpu_thread *t = slot_find((__u64)task->tgid << 32 | (__u32)task->pid);
 	__u32 idx = active & 1;
-	__u64 weight, *v, now;
+	__u64 weight, *v, now, start;
 	void *m;
 
 	if (!t || !t->out_ns)
@@ -1003,7 +1036,8 @@ static __always_inline void block_ends(struct task_struct *task)
 		t->out_ns = 0;
 		return;
 	}
-	weight = (now - t->out_ns) * (t->every ? t->every : 1);
+	start = t->out_ns;
+	weight = (now - start) * (t->every ? t->every : 1);
 	t->out_ns = 0;
 	m = bpf_map_lookup_elem(&counts, &idx);
 	if (!m)
@@ -1021,6 +1055,8 @@ static __always_inline void block_ends(struct task_struct *task)
 		__sync_fetch_and_add(v, weight);
 	}
 	stat_inc(STAT_OFFCPU_BLOCKS);
+	if (timeline)
+		timeline_note(&t->key, start, now - start, weight, STACK_OFFCPU);
 }
 
 /* A profiled thread leaves the CPU (it is still current).  Its blocks are

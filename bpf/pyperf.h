@@ -406,6 +406,7 @@ enum ev_kind {
 	EV_TABLE = 6,    /* a sample needs a binary's unwind table (struct ev_table) */
 	EV_GC = 7,       /* --events gc: a collection ended (struct ev_gc) */
 	EV_IMPORT = 8,   /* --events import: a module's import ended (struct ev_import) */
+	EV_SAMPLE = 9,   /* -f timeline: one counted sample, when (struct ev_sample) */
 };
 
 struct ev_header {
@@ -458,6 +459,23 @@ struct ev_import {
 	__u64 ns;                    /* how long finding and loading it took, the
 				      * imports it ran included */
 	char name[PYPERF_MODNAME_LEN];
+};
+
+/* -f timeline: a sample (or an off-CPU block) as it was counted, so that the
+ * loader can put it in time; its stack is the key's, announced before it */
+struct ev_sample {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u32 gen;
+	__u64 hash;
+	__u64 ts;                    /* when it was taken; an off-CPU block: when it
+				      * began (CLOCK_MONOTONIC ns) */
+	__u64 dur;                   /* an off-CPU block: how long it lasted (ns);
+				      * a sample: 0 */
+	__u64 weight;                /* what it added to its stack's count */
+	__u32 flags;                 /* STACK_OFFCPU for a block */
+	__u32 cpu;
 };
 
 struct ev_stack {
@@ -677,6 +695,8 @@ enum stat_idx {
 	STAT_SCAN_NS,           /* ns spent in those scans (the scan alone, not the
 				 * unwinding of what it found) */
 	STAT_EVENTS_LOST,       /* --events: records lost, the ring buffer was full */
+	STAT_TIMELINE_LOST,     /* -f timeline: samples counted but not put in time,
+				 * the ring buffer was full */
 	STAT_NR,
 };
 

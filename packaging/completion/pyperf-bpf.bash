@@ -23,7 +23,7 @@ _pyperf_bpf()
 	-o|--output|--stats-json|--config|--log|--dir|--spool|-c)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-f|--format)
-		COMPREPLY=($(compgen -W "report folded svg pprof speedscope otlp" -- "$cur")); return ;;
+		COMPREPLY=($(compgen -W "report folded svg pprof speedscope otlp timeline" -- "$cur")); return ;;
 	--mode)
 		COMPREPLY=($(compgen -W "cpu wall offcpu faults alloc" -- "$cur")); return ;;
 	--events)

@@ -129,12 +129,15 @@ int cmdline_events(const char *arg, unsigned *out)
 			n = sizeof(word) - 1;
 		memcpy(word, p, n);
 		word[n] = 0;
-		if (!strcmp(word, "gc"))
+		if (!strcmp(word, "none") && !p[n] && p == arg)
+			ev = 0;
+		else if (!strcmp(word, "gc"))
 			ev |= EVENTS_GC;
 		else if (!strcmp(word, "import"))
 			ev |= EVENTS_IMPORT;
 		else
-			return fail_cmd("", "--events: gc or import (comma-separated), not ", word);
+			return fail_cmd("", "--events: gc or import (comma-separated), or none, not ",
+					word);
 		p = end + 1;
 	} while (end);
 	*out = ev;

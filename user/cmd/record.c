@@ -9,6 +9,7 @@
 #include "outfile.h"
 #include "output.h"
 #include "profile.h"
+#include "sampler.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -223,14 +224,22 @@ static void usage(FILE *f)
 		"      --events LIST        gc, import (comma-separated): time every collection\n"
 		"                           and import with the interpreter's USDT markers\n"
 		"                           (builds with --with-dtrace); the report adds GC\n"
-		"                           pauses by generation and the slowest imports\n"
+		"                           pauses by generation and the slowest imports;\n"
+		"                           none: not even with a timeline\n"
 		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
 		"                           repeat to write several formats of one recording\n"
 		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
 		"                           (flame graph), pprof (gzipped profile.proto),\n"
-		"                           speedscope or otlp (OpenTelemetry profiles);\n"
-		"                           default from -o's extension (.txt, .folded, .svg,\n"
-		"                           .pb.gz, .pprof, .speedscope.json, .otlp), else report\n"
+		"                           speedscope, otlp (OpenTelemetry profiles) or\n"
+		"                           timeline (Chrome trace-event JSON: each sample in\n"
+		"                           time, GC pauses, imports and off-CPU blocks as\n"
+		"                           events; for Perfetto, chrome://tracing, the\n"
+		"                           Firefox Profiler, speedscope; turns on --events\n"
+		"                           gc,import); default from -o's extension (.txt,\n"
+		"                           .folded, .svg, .pb.gz, .pprof, .speedscope.json,\n"
+		"                           .otlp, .trace.json, .json.gz), else report\n"
+		"      --timeline-minutes N  timeline: write the newest N minutes (default 10;\n"
+		"                           at most %u samples are kept in all)\n"
 		"      --icicle             svg: root at the top, stacks growing down\n"
 		"      --threads            start each stack with a frame naming its thread\n"
 		"      --containers         group by container: a root frame per container\n"
@@ -257,13 +266,13 @@ static void usage(FILE *f)
 		"                           pending: on stderr, when it is a terminal)\n"
 		"  -v, --verbose            say what is happening\n"
 		"  -h, --help               this help\n",
-		CMDLINE_MAX_FREQ, PYPERF_UNWIND_MB);
+		CMDLINE_MAX_FREQ, TIMELINE_CAP_DEFAULT, PYPERF_UNWIND_MB);
 }
 
 enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
        OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
        OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS, OPT_ALLOW_EMPTY,
-       OPT_STARTUP_FRAMES };
+       OPT_STARTUP_FRAMES, OPT_TIMELINE_MINUTES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -275,6 +284,7 @@ static const struct option long_opts[] = {
 	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "timeline-minutes", required_argument, NULL, OPT_TIMELINE_MINUTES },
 	{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
 	{ "startup-frames", no_argument, NULL, OPT_STARTUP_FRAMES },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* py-spy's; always so here */
@@ -299,6 +309,8 @@ static const struct option long_opts[] = {
 int record_parse(int argc, char **argv, struct record_opts *o)
 {
 	const char *format = NULL;
+	bool events_given = false;
+	double minutes = 10;
 	long v;
 	int c;
 
@@ -335,7 +347,18 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 		case OPT_EVENTS:
 			if (cmdline_events(optarg, &o->s.events))
 				return 2;
+			events_given = true;
 			break;
+		case OPT_TIMELINE_MINUTES: {
+			char *end;
+
+			errno = 0;
+			minutes = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(minutes > 0) || minutes > 1e6)
+				return cmdline_fail("--timeline-minutes: a number of minutes above 0, "
+						  "not '%s'", optarg);
+			break;
+		}
 		case OPT_MODE:
 			if (cmdline_mode("", optarg, &o->s.mode))
 				return 2;
@@ -445,8 +468,16 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 			return cmdline_fail("-f: unknown format '%s'", format);
 		if (ro->format < 0)
 			return cmdline_fail(o->noutputs > 1 ? "-o %s: cannot tell the format from the "
-				"file name (.txt, .folded, .svg, .pb.gz, .pprof, .speedscope.json, .otlp)" :
+				"file name (.txt, .folded, .svg, .pb.gz, .pprof, .speedscope.json, .otlp, "
+				".trace.json, .json.gz)" :
 				"-o %s: cannot tell the format from the file name; use -f", ro->path);
+		if (ro->format == FMT_TIMELINE || ro->format == FMT_TIMELINE_GZ)
+			o->s.timeline = true;
+	}
+	if (o->s.timeline) {
+		o->s.timeline_keep_s = minutes * 60;
+		if (!events_given) /* its markers; none asked for: what a timeline shows */
+			o->s.events = EVENTS_GC | EVENTS_IMPORT;
 	}
 	return 0;
 }

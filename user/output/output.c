@@ -168,14 +168,14 @@ struct psample **out_samples(const struct out_ctx *c, size_t *n)
 	return v;
 }
 
-const char out_format_names[] = "report, folded, svg, pprof, speedscope, otlp";
+const char out_format_names[] = "report, folded, svg, pprof, speedscope, otlp, timeline";
 
 int out_format_parse(const char *name)
 {
 	static const struct { const char *name; int fmt; } names[] = {
 		{ "report", FMT_REPORT }, { "folded", FMT_FOLDED }, { "collapsed", FMT_FOLDED },
 		{ "svg", FMT_SVG }, { "flamegraph", FMT_SVG }, { "pprof", FMT_PPROF },
-		{ "speedscope", FMT_SPEEDSCOPE }, { "otlp", FMT_OTLP },
+		{ "speedscope", FMT_SPEEDSCOPE }, { "otlp", FMT_OTLP }, { "timeline", FMT_TIMELINE },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -197,7 +197,7 @@ int out_format_from_path(const char *path)
 		{ ".folded", FMT_FOLDED }, { ".collapsed", FMT_FOLDED }, { ".txt", FMT_REPORT },
 		{ ".svg", FMT_SVG }, { ".pb.gz", FMT_PPROF }, { ".pprof", FMT_PPROF },
 		{ ".speedscope.json", FMT_SPEEDSCOPE }, { ".speedscope", FMT_SPEEDSCOPE },
-		{ ".otlp", FMT_OTLP },
+		{ ".otlp", FMT_OTLP }, { ".trace.json", FMT_TIMELINE }, { ".json.gz", FMT_TIMELINE_GZ },
 	};
 
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
@@ -219,6 +219,9 @@ int out_write(FILE *f, const struct out_ctx *c, int fmt)
 		return out_speedscope(f, c);
 	case FMT_OTLP:
 		return out_otlp(f, c);
+	case FMT_TIMELINE:
+	case FMT_TIMELINE_GZ:
+		return out_timeline(f, c, fmt == FMT_TIMELINE_GZ);
 	default:
 		return out_report(f, c);
 	}

@@ -9,7 +9,8 @@
 #include "profile.h"
 #include "sbuf.h"
 
-enum out_format { FMT_REPORT, FMT_FOLDED, FMT_SVG, FMT_PPROF, FMT_SPEEDSCOPE, FMT_OTLP };
+enum out_format { FMT_REPORT, FMT_FOLDED, FMT_SVG, FMT_PPROF, FMT_SPEEDSCOPE, FMT_OTLP,
+		  FMT_TIMELINE, FMT_TIMELINE_GZ };
 
 struct out_ctx {
 	const struct profile *prof;
@@ -89,6 +90,9 @@ int out_svg(FILE *f, const struct out_ctx *c);
 int out_pprof(FILE *f, const struct out_ctx *c);
 int out_speedscope(FILE *f, const struct out_ctx *c);
 int out_otlp(FILE *f, const struct out_ctx *c);
+/* the samples and markers of c->prof->timeline in time (Chrome trace-event
+ * JSON, gzipped when gz) */
+int out_timeline(FILE *f, const struct out_ctx *c, bool gz);
 /* pyperf-bpf diff: a differential flame graph, the shape of cur with each
  * frame coloured by how its share of the total changed from base (red: up,
  * blue: down, white: the same; saturation by the size of the change; its

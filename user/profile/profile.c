@@ -66,6 +66,10 @@ void profile_free(struct profile *p)
 	hmap_free(&p->knames, free);
 	hmap_free(&p->refused, free);
 	events_free(&p->events);
+	if (p->timeline) {
+		timeline_free(p->timeline);
+		free(p->timeline);
+	}
 	memset(p, 0, sizeof(*p));
 }
 
@@ -200,6 +204,11 @@ static struct pstack *find_stack(const struct pproc *pp, const struct stack_ref 
 	struct stack_id id = { .hash = ref->hash, .gen = ref->gen };
 
 	return pp ? hmap_get(&pp->stacks, &id, sizeof(id)) : NULL;
+}
+
+const struct pstack *profile_find_stack(const struct profile *p, const struct stack_ref *ref)
+{
+	return find_stack(hmap_get(&p->procs, &ref->pid, sizeof(ref->pid)), ref);
 }
 
 static bool same_ident(const struct pstack *st, uint32_t flags, const void *ident, size_t n)

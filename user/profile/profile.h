@@ -15,6 +15,7 @@
 #include "container.h"
 #include "hmap.h"
 #include "events.h"
+#include "timeline.h"
 #include "pyperf.h"
 #include "frame.h"
 
@@ -115,6 +116,7 @@ struct profile {
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
 	struct events events;        /* --events: what the interpreters' markers told */
+	struct timeline *timeline;   /* -f timeline: samples and markers in time (NULL: not asked) */
 };
 
 void profile_init(struct profile *p);
@@ -142,6 +144,8 @@ int profile_keep_func(struct profile *p, int pid, struct func *fn, const struct 
 int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_t flags,
 			 const struct pframe *frames, uint32_t n, const uint64_t *kips,
 			 uint32_t nk, const void *ident, size_t nident);
+/* The stack named under ref, NULL if none */
+const struct pstack *profile_find_stack(const struct profile *p, const struct stack_ref *ref);
 /* Is ref known with this flags and ident already? */
 bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uint32_t flags,
 		       const void *ident, size_t nident);

@@ -295,6 +295,10 @@ static int dispatch(void *ctx, void *data, size_t size)
 		if (e->gc && size >= sizeof(struct ev_gc))
 			e->gc(e->ctx, data);
 		break;
+	case EV_SAMPLE:
+		if (e->sample && size >= sizeof(struct ev_sample))
+			e->sample(e->ctx, data);
+		break;
 	case EV_IMPORT:
 		if (e->import && size >= sizeof(struct ev_import)) {
 			struct ev_import im = *(const struct ev_import *)data;
@@ -355,6 +359,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	s->skel->rodata->stack_scan = o->stack_scan;
 	s->skel->rodata->gil_only = o->gil_only;
 	s->skel->rodata->async_stacks = o->async_stacks;
+	s->skel->rodata->timeline = o->timeline;
 	s->mode = o->mode;
 	if (o->mode == MODE_WALL)
 		s->skel->rodata->cpu_weight = 1000000000ull / (unsigned)o->freq;

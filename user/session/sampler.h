@@ -31,6 +31,7 @@ struct sampler_opts {
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 	unsigned events;             /* --events: EVENTS_GC | EVENTS_IMPORT */
+	bool timeline;               /* -f timeline: every counted sample in time (ev_sample) */
 };
 
 /* --events: which of CPython's USDT markers are timed */
@@ -54,6 +55,8 @@ struct sampler_events {
 	/* --events: a collection or an import ended */
 	void (*gc)(void *ctx, const struct ev_gc *e);
 	void (*import)(void *ctx, const struct ev_import *e);
+	/* -f timeline: a sample counted, in time */
+	void (*sample)(void *ctx, const struct ev_sample *e);
 	void *ctx;
 };
 /* A drained count; kips (leaf first, nk of them) is its kernel stack, if any. */

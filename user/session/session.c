@@ -498,16 +498,38 @@ static void on_table(void *ctx, uint32_t table)
 	native_table_request(&((struct session *)ctx)->nat, table);
 }
 
-/* --events: what a marker told */
+/* --events: what a marker told; with -f timeline, also when */
 static void on_gc(void *ctx, const struct ev_gc *e)
 {
-	events_add_gc(&((struct session *)ctx)->prof.events, (int)e->pid, e->generation, e->ns);
+	struct session *r = ctx;
+
+	events_add_gc(&r->prof.events, (int)e->pid, e->generation, e->ns);
+	if (r->prof.timeline)
+		timeline_add_marker(r->prof.timeline, &(struct tl_marker){
+			.ts = e->start_ns, .dur = e->ns, .pid = e->pid, .tid = e->tid,
+			.kind = TL_GC, .arg = e->generation, .collected = e->collected });
 }
 
 static void on_import(void *ctx, const struct ev_import *e)
 {
-	events_add_import(&((struct session *)ctx)->prof.events, (int)e->pid, e->name, e->ns,
-			  e->depth);
+	struct session *r = ctx;
+
+	events_add_import(&r->prof.events, (int)e->pid, e->name, e->ns, e->depth);
+	if (r->prof.timeline)
+		timeline_add_marker(r->prof.timeline, &(struct tl_marker){
+			.ts = e->start_ns, .dur = e->ns, .pid = e->pid, .tid = e->tid,
+			.kind = TL_IMPORT, .arg = (int32_t)e->depth, .name = strdup(e->name) });
+}
+
+/* -f timeline: a counted sample in time */
+static void on_sample(void *ctx, const struct ev_sample *e)
+{
+	struct session *r = ctx;
+
+	if (r->prof.timeline)
+		timeline_add_sample(r->prof.timeline, &(struct tl_sample){
+			.ts = e->ts, .dur = e->dur, .weight = e->weight, .hash = e->hash,
+			.pid = e->pid, .tid = e->tid, .gen = e->gen, .flags = e->flags });
 }
 
 /* a profiled process ran code mapped after we looked (dlopen) */
@@ -929,7 +951,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	struct session r;
 	struct sampler_events events = { .stack = on_stack, .new_pid = on_new_pid, .exec = on_exec,
 					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
-					  .gc = on_gc, .import = on_import, .ctx = &r };
+					  .gc = on_gc, .import = on_import, .sample = on_sample,
+					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .mode = o->mode, .gil_only = o->gil_only,
 				   .async_stacks = o->async_stacks, .interval = o->interval,
@@ -938,7 +961,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .offcpu_slots = o->offcpu_slots,
 				   .stack_scan = !o->no_stack_scan,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
-				   .vmlinux_btf = o->vmlinux_btf, .events = o->events };
+				   .vmlinux_btf = o->vmlinux_btf, .events = o->events,
+				   .timeline = o->timeline };
 	char err[1024];
 	struct dbgfetch *fetch = NULL;
 	int go = -1, errfd = -1, rc = 1;
@@ -951,6 +975,14 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	r.first_native_ms = -1;
 	r.warm_cpu = -1;
 	profile_init(&r.prof);
+	if (o->timeline && (!(r.prof.timeline = malloc(sizeof(*r.prof.timeline))) ||
+			    timeline_init(r.prof.timeline, o->timeline_cap,
+					  (uint64_t)(o->timeline_keep_s * 1e9)))) {
+		free(r.prof.timeline);
+		r.prof.timeline = NULL;
+		set_err(err, sizeof(err), "out of memory for the timeline");
+		goto fail;
+	}
 	naming_init(&r.names, NULL);
 	session_install_signals(h);
 	if (sampler_check_privileges(err, sizeof(err)))

@@ -31,6 +31,9 @@ struct session_opts {
 	double min_age;              /* leaks: only those at least this old (seconds) */
 	bool async_stacks;           /* --async: stacks of asyncio tasks */
 	unsigned events;             /* --events: EVENTS_GC | EVENTS_IMPORT (sampler.h) */
+	bool timeline;               /* -f timeline: keep samples and markers in time */
+	double timeline_keep_s;      /* and write the newest this many seconds (0: all kept) */
+	size_t timeline_cap;         /* samples kept at most (0: TIMELINE_CAP_DEFAULT) */
 	bool subprocesses;           /* --subprocesses: -p's processes' descendants
 				      * running at the start too (those they
 				      * start later are always followed) */
