@@ -118,10 +118,12 @@ def test_samples_are_where_the_workload_put_them(wall_run):
     burning = [s for s in main if m["sleep_end"] + 0.01 <= s["ts"] / 1e6 <= m["gc_start"] - 0.01]
     assert len(burning) >= 0.15 * HZ, (len(burning), m)
     inburn = sum(any(f.startswith("burn (") for f in frames_of(trace, s["sf"])) for s in burning)
-    assert inburn >= 0.9 * len(burning), (inburn, len(burning))
+    assert inburn >= 0.9 * len(burning), \
+        (inburn, len(burning), Counter(frames_of(trace, s["sf"])[-1] for s in burning).most_common(5))
     sleeps = [s for s in main if s["name"] == "off-cpu" and near(s["ts"], m["sleep_start"]) and
               abs(s["weight"] / 1e9 - (m["sleep_end"] - m["sleep_start"])) <= PERIOD]
-    assert len(sleeps) == 1, [s for s in main if s["name"] == "off-cpu"][:5]
+    assert len(sleeps) == 1, (m, [s for s in main if s["name"] == "off-cpu" and
+                                  m["sleep_start"] - 0.05 < s["ts"] / 1e6 < m["sleep_end"]])
     assert sleep_frame() in frames_of(trace, sleeps[0]["sf"]), frames_of(trace, sleeps[0]["sf"])
 
 
@@ -155,17 +157,19 @@ def speedscope_sandwich(path, tmp_path):
 def test_speedscope_reads_it(wall_run, tmp_path):
     """Opened by speedscope: the main thread's profile, named from our
     metadata, whose sandwich table gives burn() the CPU and the native leaf
-    the workload waits in its time asleep: the 0.3 s sleep and the 0.15 s
-    import (time between samples, as speedscope weighs them; the leaf's name
-    depends on the C library)."""
+    the workload waits in the time it slept: the 0.3 s sleep and the 0.15 s
+    import, and at most 10 % more (the same C library call also reads files;
+    its name depends on the C library).  speedscope weighs a sample by the
+    time to the next one, so this holds because an off-CPU block's sample
+    sits at its start."""
     trace, truth, path = wall_run
     cells, rows = speedscope_sandwich(path, tmp_path)
     assert any("MainThread" in c and "timeline.py" in c for c in cells), cells[:40]
     assert rows, cells[:80]
     m = truth["marks"]
     asleep = 1000 * (m["sleep_end"] - m["sleep_start"] + m["import_end"] - m["import_start"])
-    assert any(abs(r[1] - asleep) <= 1000 * 3 * PERIOD and "(libc" in r[2] for r in rows), \
-        (asleep, rows[:10])
+    assert any(asleep - 1000 * 3 * PERIOD <= r[1] <= 1.1 * asleep and "(libc" in r[2]
+               for r in rows), (asleep, rows[:10])
     assert any(r[2].startswith("burn (") and r[0] >= 500 for r in rows), rows[:20]
 
 
