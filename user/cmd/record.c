@@ -174,7 +174,7 @@ int record_run(const struct record_opts *o)
 	if (rc == 0 && r.empty && !o->allow_empty) {
 		fprintf(stderr, "pyperf-bpf: nothing was sampled: no CPython process %s while recording "
 			"(the output is written, empty; --allow-empty exits 0)\n",
-			o->s.mode == MODE_CPU ? "ran on a CPU" : "was seen");
+			mode_desc(o->s.mode)->did);
 		return 1;
 	}
 	return rc;

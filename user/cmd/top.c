@@ -81,25 +81,25 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	/* seconds per count: a sample, or a nanosecond in the off-CPU modes;
 	 * MiB per count (a byte) in faults and alloc mode */
 	bool bytes = mode_is_bytes(t->o->s.mode);
-	double period = t->o->s.mode == MODE_CPU ? 1.0 / t->o->s.freq : bytes ? 1.0 / 1048576 : 1e-9;
+	double period = mode_per_count(t->o->s.mode, t->o->s.freq);
 	char u = bytes ? 'M' : 's';
 
 	if (lines && (size_t)(lines - 5) < show)
 		show = (size_t)(lines - 5);
 	if (t->tty)
 		fputs("\033[H\033[2J", stdout);
-	if (t->o->s.mode == MODE_CPU)
+	if (mode_desc(t->o->s.mode)->quantity == MQ_SAMPLES)
 		printf("pyperf-bpf top: %.0f s, %d Hz, %llu samples (%llu in the last interval)%s\n",
 		       elapsed, t->o->s.freq, (unsigned long long)t->total,
 		       (unsigned long long)dt, t->tty ? "   q: quit" : "");
 	else if (bytes)
 		printf("pyperf-bpf top: %.0f s, %s mode, %.2f MiB %s (%.2f MiB in the "
 		       "last interval)%s\n", elapsed, mode_name(t->o->s.mode), t->total * period,
-		       t->o->s.mode == MODE_FAULTS ? "faulted in" : "allocated", dt * period,
+		       mode_desc(t->o->s.mode)->amount, dt * period,
 		       t->tty ? "   q: quit" : "");
 	else
 		printf("pyperf-bpf top: %.0f s, %s mode, %.2f s of thread time (%.2f s in the last "
-		       "interval)%s\n", elapsed, t->o->s.mode == MODE_WALL ? "wall" : "offcpu",
+		       "interval)%s\n", elapsed, mode_name(t->o->s.mode),
 		       t->total * 1e-9, dt * 1e-9, t->tty ? "   q: quit" : "");
 	printf("\n%7s %7s %9s %9s  %s\n", "%Own", "%Total", bytes ? "OwnMiB" : "OwnTime",
 	       bytes ? "TotalMiB" : "TotalTime", "Function (file)");

@@ -170,7 +170,7 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
 	     "(%llu bytes), %llu profiles dropped, %llu corrupt spool files, own CPU %.3f %%, "
 	     "RSS %.1f MB",
-	     secs, (unsigned long long)prof->total, d->cfg.mode == MODE_CPU ? "samples" : mode_is_bytes(d->cfg.mode) ? "bytes" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
+	     secs, (unsigned long long)prof->total, mode_desc(d->cfg.mode)->quantity == MQ_SAMPLES ? "samples" : mode_is_bytes(d->cfg.mode) ? "bytes" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
 	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,

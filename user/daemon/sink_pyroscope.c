@@ -36,7 +36,7 @@ static void push_one(struct spool *sp, const struct sink_interval *iv, const str
 
 	snprintf(name, sizeof(name), "%s{hostname=%s,pid=%d}", img->app, iv->host, img->pid);
 	url_escape(name, ename, sizeof(ename));
-	if (mode == MODE_CPU)
+	if (mode_desc(mode)->quantity == MQ_SAMPLES)
 		snprintf(rate, sizeof(rate), "sampleRate=%d", iv->cfg->freq);
 	else if (mode_is_bytes(mode))
 		snprintf(rate, sizeof(rate), "units=bytes&aggregationType=sum");

@@ -491,7 +491,7 @@ static Profile *profile(struct builder *b, struct res *r, int64_t period)
 	pt->unit_strindex = str_index(b, mode_unit(mode));
 	p->sample_type = st;
 	p->period_type = pt;
-	p->period = mode == MODE_CPU || mode == MODE_WALL ? period : 0;
+	p->period = mode_desc(mode)->periodic ? period : 0;
 	p->time_unix_nano = b->c->start_unix_ns;
 	p->duration_nano = (uint64_t)(b->c->duration_s * 1e9);
 	p->samples = (Sample **)r->samples.v;

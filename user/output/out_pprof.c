@@ -421,7 +421,7 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	}
 	p.default_sample_type = cpu.type;
 	p.period_type = &cpu;
-	p.period = b->c->mode == MODE_CPU || b->c->mode == MODE_WALL ? period : 0;
+	p.period = mode_desc(b->c->mode)->periodic ? period : 0;
 	p.n_sample = b->samples.n;
 	p.sample = (Sample **)b->samples.v;
 	p.n_mapping = b->maps.n;

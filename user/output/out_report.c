@@ -31,11 +31,7 @@ static int by_total(const void *a, const void *b)
  * count (a byte) */
 static double per_count(const struct out_ctx *c)
 {
-	if (mode_is_bytes(c->mode))
-		return 1.0 / 1048576;
-	if (c->mode != MODE_CPU)
-		return 1e-9;
-	return c->freq ? 1.0 / c->freq : 0;
+	return mode_per_count(c->mode, c->freq);
 }
 
 /* the unit per_count gives, after a number */
@@ -49,7 +45,9 @@ static void print_table(FILE *f, const struct out_ctx *c, struct fn_count **rows
 {
 	double total = shown ? (double)shown : 1.0;
 	double per = per_count(c);
-	bool split = c->mode == MODE_WALL; /* on- and off-CPU side by side */
+	/* on- and off-CPU side by side: a mode that samples the CPU and
+	 * counts off-CPU time */
+	bool split = mode_is_time(c->mode) && mode_desc(c->mode)->periodic;
 
 	fprintf(f, "\n%s\n", title);
 	if (split)
@@ -130,8 +128,8 @@ static void print_containers(FILE *f, const struct out_ctx *c, const struct ppro
 				best->ctr.pod[0] ? " pod " : "", best->ctr.pod);
 		else
 			fprintf(f, "  host");
-		fprintf(f, c->mode == MODE_CPU ? ": %.0f %s (%.1f%%), %zu processes:"
-					       : ": %.2f %s (%.1f%%), %zu processes:", most * per, unit,
+		fprintf(f, ": %.*f %s (%.1f%%), %zu processes:", mode_total_decimals(c->mode),
+			most * per, unit,
 			all ? 100.0 * most / all : 0.0, nprocs);
 		for (size_t i = 0; i < n; i++)
 			if (!done[i] && !strcmp(procs[i]->ctr.id, best->ctr.id)) {
@@ -165,18 +163,15 @@ static void print_refused(FILE *f, const struct out_ctx *c, uint64_t shown, doub
 	}
 	if (!n)
 		return;
-	fprintf(f, c->mode == MODE_CPU ? "Not profiled: %zu processes, %.0f %s (%.1f%% beside "
-					 "those profiled):\n"
-				       : "Not profiled: %zu processes, %.2f %s (%.1f%% beside those "
-					 "profiled):\n", n, sum * per, unit,
+	fprintf(f, "Not profiled: %zu processes, %.*f %s (%.1f%% beside those profiled):\n", n,
+		mode_total_decimals(c->mode), sum * per, unit,
 		shown + sum ? 100.0 * sum / (shown + sum) : 0.0);
 	hmap_for_each(h, e) {
 		const struct prefused *x = e->val;
 
 		if (!c->pid || x->pid == c->pid)
-			fprintf(f, c->mode == MODE_CPU ? "  %d %s: %.0f %s: %s\n"
-						       : "  %d %s: %.2f %s: %s\n", x->pid,
-				x->comm[0] ? x->comm : "?", x->weight * per, unit, x->why);
+			fprintf(f, "  %d %s: %.*f %s: %s\n", x->pid, x->comm[0] ? x->comm : "?",
+				mode_total_decimals(c->mode), x->weight * per, unit, x->why);
 	}
 }
 
@@ -190,8 +185,9 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
 	uint64_t lost = st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL] + p->unattributed;
-	const char *unit = c->mode == MODE_CPU ? "samples" : mode_is_bytes(c->mode) ? "MiB" : "s";
-	double per = c->mode == MODE_CPU ? 1 : per_count(c);
+	const char *unit = mode_total_unit(c->mode);
+	/* totals: samples counted as they are, the others scaled */
+	double per = mode_desc(c->mode)->quantity == MQ_SAMPLES ? 1 : per_count(c);
 
 	if (c->mode == MODE_CPU)
 		fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): "
@@ -219,7 +215,7 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 	else
 		fprintf(f, "pyperf-bpf: %s mode: %.2f s of thread time in %.2f s (on-CPU %.2f s, "
 			"sampled at %d Hz per CPU; off-CPU %.2f s, from %llu of %llu blocks "
-			"walked)\n", c->mode == MODE_WALL ? "wall" : "offcpu", shown * 1e-9,
+			"walked)\n", mode_name(c->mode), shown * 1e-9,
 			c->duration_s, (shown - off) * 1e-9, c->freq, off * 1e-9,
 			(unsigned long long)st[STAT_OFFCPU_WALKS],
 			(unsigned long long)st[STAT_SWITCHES]);
@@ -243,10 +239,9 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		if (procs[i]->ctr.id[0])
 			snprintf(where, sizeof(where), "; %s %.12s, pid %d in it",
 				 procs[i]->ctr.engine, procs[i]->ctr.id, procs[i]->ns_pid);
-		fprintf(f, c->mode == MODE_CPU ? "  %d %s (Python %d.%d%s): %.0f %s\n"
-						: "  %d %s (Python %d.%d%s): %.2f %s\n", procs[i]->pid,
+		fprintf(f, "  %d %s (Python %d.%d%s): %.*f %s\n", procs[i]->pid,
 			profile_proc_label(procs[i]), procs[i]->py_major, procs[i]->py_minor,
-			where, procs[i]->samples * per, unit);
+			where, mode_total_decimals(c->mode), procs[i]->samples * per, unit);
 	}
 	if (c->containers)
 		print_containers(f, c, procs, n, per, unit);
@@ -260,8 +255,9 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)p->unattributed,
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_BAD_READ],
 		(unsigned long long)(st[STAT_NO_TSTATE] + st[STAT_NO_FRAMES]),
-		c->mode == MODE_CPU ? 0 : 2, native_only * per,
-		c->mode == MODE_CPU ? "" : mode_is_bytes(c->mode) ? " MiB" : " s");
+		mode_total_decimals(c->mode), native_only * per,
+		mode_desc(c->mode)->quantity == MQ_SAMPLES ? "" : mode_is_bytes(c->mode) ? " MiB"
+											 : " s");
 	if (st[STAT_NO_GIL])
 		fprintf(f, "--gil: %llu samples of threads not holding the GIL left out\n",
 			(unsigned long long)st[STAT_NO_GIL]);

@@ -494,7 +494,7 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 	else
 		snprintf(sub, sizeof(sub), "%s mode: %.2f s of thread time in %.1f s (off-CPU %.2f "
 			 "s); Python yellow, native red, kernel blue, mostly off-CPU teal",
-			 c->mode == MODE_WALL ? "wall" : "offcpu", d.total / 1e9, c->duration_s,
+			 mode_name(c->mode), d.total / 1e9, c->duration_s,
 			 t->root.off / 1e9);
 	return write_graph(&d, title, sub, &t->root);
 }

@@ -1,66 +1,78 @@
-/* mode.h - what one count of a profile is in each --mode, for the outputs
- * and commands that parse, print or export it: a sample (cpu), a
- * nanosecond of thread time (wall, offcpu) or a byte of memory (faults). */
+/* mode.h - each --mode as one descriptor: what one count of a profile is
+ * (a sample, a nanosecond of thread time, a byte of memory), how outputs
+ * name and scale it, which perf event drives the sampler, and which of the
+ * BPF object's programs and maps the mode needs.  The sampler, the writers,
+ * top and the daemon read these rows; adding a mode is a row here, its BPF
+ * header (bpf/MODE.bpf.h) and its report headline (out_report.c). */
 #ifndef PYPERF_MODE_H
 #define PYPERF_MODE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include "pyperf.h"
 
 #define MODE_NAMES "cpu, wall, offcpu, faults or alloc"
 
+/* what one count is */
+enum mode_quantity {
+	MQ_SAMPLES,                  /* a sample of a clock at -F Hz */
+	MQ_NS,                       /* a nanosecond of thread time */
+	MQ_BYTES,                    /* a byte of memory */
+};
+
+struct mode_desc {
+	enum pyperf_mode mode;
+	const char *name;            /* --mode's word; `mode =` in the daemon's configuration */
+	bool option;                 /* a --mode (leaks is the `leaks` command's) */
+	enum mode_quantity quantity;
+	const char *type;            /* pprof's and OTLP's sample type of the quantity: the
+				      * name, or Go's heap-profile names pprof and
+				      * Pyroscope know */
+	bool periodic;               /* its samples come from a clock at -F Hz (pprof's
+				      * period; Pyroscope's sampleRate) */
+	int perf_event;              /* what runs on_sample on each CPU: PERF_COUNT_SW_*
+				      * (cpu-clock at -F Hz, or every page fault), -1: none */
+	const char *did;             /* what a process did to be counted ("ran on a CPU") */
+	const char *amount;          /* what the bytes are, in a headline ("faulted in") */
+	/* the BPF programs and maps that are the mode's own: loaded and full
+	 * size in this mode only (the others are left out, their maps one
+	 * entry long); `leaks` adds the live ones */
+	const char *const *progs, *const *maps, *const *live_progs, *const *live_maps;
+};
+
+extern const struct mode_desc mode_descs[];
+extern const size_t mode_ndescs;
+
+/* m's row (the cpu row for a value out of range) */
+const struct mode_desc *mode_desc(enum pyperf_mode m);
+
 /* the mode as --mode names it */
 static inline const char *mode_name(enum pyperf_mode m)
 {
-	switch (m) {
-	case MODE_WALL:
-		return "wall";
-	case MODE_OFFCPU:
-		return "offcpu";
-	case MODE_FAULTS:
-		return "faults";
-	case MODE_ALLOC:
-		return "alloc";
-	case MODE_LEAKS:
-		return "leaks";
-	default:
-		return "cpu";
-	}
+	return mode_desc(m)->name;
 }
 
-/* --mode's argument: 0 with *out set, -1 for a name not in MODE_NAMES
- * (MODE_LEAKS is the `leaks` command's, not a --mode) */
-static inline int mode_parse(const char *name, enum pyperf_mode *out)
-{
-	static const enum pyperf_mode all[] = { MODE_CPU, MODE_WALL, MODE_OFFCPU, MODE_FAULTS,
-						MODE_ALLOC };
-
-	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(name, mode_name(all[i]))) {
-			*out = all[i];
-			return 0;
-		}
-	return -1;
-}
+/* --mode's argument: 0 with *out set, -1 for a name not in MODE_NAMES */
+int mode_parse(const char *name, enum pyperf_mode *out);
 
 /* counts are nanoseconds of thread time */
 static inline bool mode_is_time(enum pyperf_mode m)
 {
-	return m == MODE_WALL || m == MODE_OFFCPU;
+	return mode_desc(m)->quantity == MQ_NS;
 }
 
 /* counts are bytes of memory */
 static inline bool mode_is_bytes(enum pyperf_mode m)
 {
-	return m == MODE_FAULTS || m == MODE_ALLOC || m == MODE_LEAKS;
+	return mode_desc(m)->quantity == MQ_BYTES;
 }
 
-/* pprof's sample type of the mode's quantity: the mode's name, or Go's
- * heap-profile name for allocated bytes, which pprof and Pyroscope know */
+/* pprof's sample type of the mode's quantity */
 static inline const char *mode_type(enum pyperf_mode m)
 {
-	return m == MODE_ALLOC ? "alloc_space" : m == MODE_LEAKS ? "inuse_space" : mode_name(m);
+	return mode_desc(m)->type;
 }
 
 /* pprof's unit of the mode's quantity (cpu mode: of its cpu time) */
@@ -68,5 +80,37 @@ static inline const char *mode_unit(enum pyperf_mode m)
 {
 	return mode_is_bytes(m) ? "bytes" : "nanoseconds";
 }
+
+/* what tables show per count: seconds (a sample's period at freq, or a
+ * nanosecond), or MiB (a byte) */
+static inline double mode_per_count(enum pyperf_mode m, int freq)
+{
+	switch (mode_desc(m)->quantity) {
+	case MQ_BYTES:
+		return 1.0 / 1048576;
+	case MQ_NS:
+		return 1e-9;
+	default:
+		return freq > 0 ? 1.0 / freq : 0;
+	}
+}
+
+/* the unit a total is given in (with its decimals): samples, s or MiB */
+static inline const char *mode_total_unit(enum pyperf_mode m)
+{
+	enum mode_quantity q = mode_desc(m)->quantity;
+
+	return q == MQ_SAMPLES ? "samples" : q == MQ_BYTES ? "MiB" : "s";
+}
+
+static inline int mode_total_decimals(enum pyperf_mode m)
+{
+	return mode_desc(m)->quantity == MQ_SAMPLES ? 0 : 2;
+}
+
+/* does the mode load this BPF program or size this map (name) */
+bool mode_wants(const struct mode_desc *d, bool live, const char *name, bool map);
+/* is name some mode's own program or map (else every mode has it) */
+bool mode_owned(const char *name, bool map);
 
 #endif

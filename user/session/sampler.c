@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "native.h"
 #include "hmap.h"
+#include "mode.h"
 #include "procmaps.h"
 #include "pyperf.skel.h"
 
@@ -370,16 +371,26 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	}
 	if (o->mode == MODE_ALLOC)
 		alloc_tables(s->skel, o->interval ? o->interval : ALLOC_INTERVAL_DEFAULT);
-	/* the allocator probes are attached per process (sampler_attach_allocs) */
-	bpf_program__set_autoload(s->skel->progs.on_malloc, o->mode == MODE_ALLOC);
-	bpf_program__set_autoload(s->skel->progs.on_calloc, o->mode == MODE_ALLOC);
-	bpf_program__set_autoload(s->skel->progs.on_alloc_arg2, o->mode == MODE_ALLOC);
-	bpf_program__set_autoload(s->skel->progs.on_posix_memalign, o->mode == MODE_ALLOC);
-	bpf_program__set_autoload(s->skel->progs.on_realloc, o->mode == MODE_ALLOC);
-	bpf_program__set_autoload(s->skel->progs.on_alloc_ret, o->mode == MODE_ALLOC && o->track_live);
-	bpf_program__set_autoload(s->skel->progs.on_free, o->mode == MODE_ALLOC && o->track_live);
-	bpf_program__set_autoload(s->skel->progs.on_mmap, o->mode == MODE_ALLOC);
-	bpf_program__set_autoload(s->skel->progs.on_munmap, o->mode == MODE_ALLOC && o->track_live);
+	/* the modes' own programs and maps (mode.h): this mode's are loaded,
+	 * the others' left out and their maps one entry long (the kernel fills
+	 * a preallocated map at load: the allocator's ~14 MB are most of a
+	 * short run's start-up).  The allocator probes are attached per
+	 * process (sampler_attach_allocs). */
+	{
+		const struct mode_desc *md = mode_desc(o->mode);
+		bool live = o->mode == MODE_ALLOC && o->track_live;
+		struct bpf_program *prog;
+		struct bpf_map *map;
+
+		bpf_object__for_each_program(prog, s->skel->obj)
+			if (mode_owned(bpf_program__name(prog), false))
+				bpf_program__set_autoload(prog, mode_wants(md, live,
+							  bpf_program__name(prog), false));
+		bpf_object__for_each_map(map, s->skel->obj)
+			if (mode_owned(bpf_map__name(map), true) &&
+			    !mode_wants(md, live, bpf_map__name(map), true))
+				bpf_map__set_max_entries(map, 1);
+	}
 	/* --events: the marker probes, per interpreter binary (sampler_attach_events) */
 	s->events = o->events;
 	bpf_program__set_autoload(s->skel->progs.on_gc_start, o->events & EVENTS_GC);
@@ -392,22 +403,10 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.import_starts, 1);
 	s->skel->rodata->alloc_live = o->mode == MODE_ALLOC && o->track_live;
 	s->track_live = o->mode == MODE_ALLOC && o->track_live;
-	/* the allocator's maps, one entry long in other modes: the kernel fills
-	 * a preallocated map's ~14 MB at load, most of a short run's start-up */
-	if (o->mode != MODE_ALLOC) {
-		bpf_map__set_max_entries(s->skel->maps.pending_allocs, 1);
-		bpf_map__set_max_entries(s->skel->maps.alloc_objects, 1);
-		bpf_map__set_max_entries(s->skel->maps.libc_texts, 1);
-	}
-	if (!s->track_live)
-		bpf_map__set_max_entries(s->skel->maps.live_allocs, 1);
-	/* the scheduler hook costs every context switch of the host: only when
-	 * off-CPU time is wanted */
-	s->skel->rodata->offcpu = o->mode == MODE_WALL || o->mode == MODE_OFFCPU;
-	bpf_program__set_autoload(s->skel->progs.on_switch, s->skel->rodata->offcpu);
-	if (!s->skel->rodata->offcpu) { /* the threads' slots only matter to it */
-		bpf_map__set_max_entries(s->skel->maps.offcpu_slots, 1);
-	} else if (o->offcpu_slots) {
+	/* the scheduler hook costs every context switch of the host: only in
+	 * the modes that want off-CPU time (their row lists it) */
+	s->skel->rodata->offcpu = bpf_program__autoload(s->skel->progs.on_switch);
+	if (s->skel->rodata->offcpu && o->offcpu_slots) {
 		unsigned bits = 0;
 
 		while ((1u << bits) < o->offcpu_slots && bits < 16)
@@ -802,8 +801,9 @@ uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid)
 	return c.tgid == pid ? c.tstate : 0;
 }
 
-/* cpu's event that runs on_sample: its cpu-clock at freq, or (--mode
- * faults) every page fault, which on_sample picks from itself */
+/* cpu's event that runs on_sample, as the mode's row says: its cpu-clock
+ * at freq, or (--mode faults) every page fault, which on_sample picks from
+ * itself */
 static int perf_open_sampling(int cpu, int freq, enum pyperf_mode mode)
 {
 	struct perf_event_attr a;
@@ -811,13 +811,11 @@ static int perf_open_sampling(int cpu, int freq, enum pyperf_mode mode)
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
-	if (mode == MODE_FAULTS) {
-		a.config = PERF_COUNT_SW_PAGE_FAULTS;
-		a.sample_period = 1;
-	} else {
-		a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.config = (unsigned)mode_desc(mode)->perf_event;
+	if (a.config == PERF_COUNT_SW_CPU_CLOCK)
 		a.sample_period = 1000000000ull / (unsigned)freq; /* cpu-clock counts ns */
-	}
+	else
+		a.sample_period = 1;
 	return syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -838,13 +836,14 @@ int sampler_start(struct sampler *s, char *err, size_t errlen)
 	}
 	for (int cpu = 0; cpu < n; cpu++)
 		s->pfds[cpu] = -1;
-	for (int cpu = 0; cpu < n && s->mode != MODE_OFFCPU; cpu++) {
+	for (int cpu = 0; cpu < n && mode_desc(s->mode)->perf_event >= 0; cpu++) {
 		s->pfds[cpu] = perf_open_sampling(cpu, s->freq, s->mode);
 		if (s->pfds[cpu] < 0) {
 			if (errno == ENODEV || errno == ENOENT)
 				continue; /* possible but offline CPU */
 			set_err(err, errlen, "perf_event_open(%s, cpu %d): %s",
-				 s->mode == MODE_FAULTS ? "page-faults" : "cpu-clock", cpu,
+				 mode_desc(s->mode)->perf_event == PERF_COUNT_SW_PAGE_FAULTS ?
+				 "page-faults" : "cpu-clock", cpu,
 				 strerror(errno));
 			return -1;
 		}

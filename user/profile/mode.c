@@ -1,0 +1,81 @@
+/* mode.c - the modes' rows (mode.h). */
+#include "mode.h"
+
+#include <linux/perf_event.h>
+#include <string.h>
+
+static const char *const alloc_progs[] = { "on_malloc", "on_calloc", "on_alloc_arg2",
+					   "on_posix_memalign", "on_realloc", "on_mmap", NULL };
+static const char *const alloc_maps[] = { "pending_allocs", "alloc_objects", "libc_texts", NULL };
+static const char *const alloc_live_progs[] = { "on_alloc_ret", "on_free", "on_munmap", NULL };
+static const char *const alloc_live_maps[] = { "live_allocs", NULL };
+static const char *const offcpu_progs[] = { "on_switch", NULL };
+static const char *const offcpu_maps[] = { "offcpu_slots", NULL };
+static const char *const none[] = { NULL };
+
+const struct mode_desc mode_descs[] = {
+	{ .mode = MODE_CPU, .name = "cpu", .option = true, .quantity = MQ_SAMPLES, .type = "cpu",
+	  .periodic = true, .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "ran on a CPU",
+	  .progs = none, .maps = none, .live_progs = none, .live_maps = none },
+	{ .mode = MODE_WALL, .name = "wall", .option = true, .quantity = MQ_NS, .type = "wall",
+	  .periodic = true, .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "was seen",
+	  .progs = offcpu_progs, .maps = offcpu_maps, .live_progs = none, .live_maps = none },
+	{ .mode = MODE_OFFCPU, .name = "offcpu", .option = true, .quantity = MQ_NS,
+	  .type = "offcpu", .perf_event = -1, .did = "was seen",
+	  .progs = offcpu_progs, .maps = offcpu_maps, .live_progs = none, .live_maps = none },
+	{ .mode = MODE_FAULTS, .name = "faults", .option = true, .quantity = MQ_BYTES,
+	  .type = "faults", .perf_event = PERF_COUNT_SW_PAGE_FAULTS, .did = "was seen",
+	  .amount = "faulted in", .progs = none, .maps = none, .live_progs = none,
+	  .live_maps = none },
+	/* the clock only finds processes; the allocator probes count */
+	{ .mode = MODE_ALLOC, .name = "alloc", .option = true, .quantity = MQ_BYTES,
+	  .type = "alloc_space", .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "was seen",
+	  .amount = "allocated", .progs = alloc_progs, .maps = alloc_maps,
+	  .live_progs = alloc_live_progs, .live_maps = alloc_live_maps },
+	/* `leaks`' outputs: the sampled allocations still live */
+	{ .mode = MODE_LEAKS, .name = "leaks", .quantity = MQ_BYTES, .type = "inuse_space",
+	  .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "was seen", .amount = "still live",
+	  .progs = alloc_progs, .maps = alloc_maps, .live_progs = alloc_live_progs,
+	  .live_maps = alloc_live_maps },
+};
+const size_t mode_ndescs = sizeof(mode_descs) / sizeof(mode_descs[0]);
+
+const struct mode_desc *mode_desc(enum pyperf_mode m)
+{
+	for (size_t i = 0; i < mode_ndescs; i++)
+		if (mode_descs[i].mode == m)
+			return &mode_descs[i];
+	return &mode_descs[0];
+}
+
+int mode_parse(const char *name, enum pyperf_mode *out)
+{
+	for (size_t i = 0; i < mode_ndescs; i++)
+		if (mode_descs[i].option && !strcmp(name, mode_descs[i].name)) {
+			*out = mode_descs[i].mode;
+			return 0;
+		}
+	return -1;
+}
+
+static bool listed(const char *const *v, const char *name)
+{
+	for (; v && *v; v++)
+		if (!strcmp(*v, name))
+			return true;
+	return false;
+}
+
+bool mode_wants(const struct mode_desc *d, bool live, const char *name, bool map)
+{
+	return listed(map ? d->maps : d->progs, name) ||
+	       (live && listed(map ? d->live_maps : d->live_progs, name));
+}
+
+bool mode_owned(const char *name, bool map)
+{
+	for (size_t i = 0; i < mode_ndescs; i++)
+		if (mode_wants(&mode_descs[i], true, name, map))
+			return true;
+	return false;
+}
