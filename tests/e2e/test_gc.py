@@ -5,8 +5,14 @@ _Py_DebugOffsets on 3.13+), so they need no debug symbols and show with
 --python-only as in merged stacks.  Ground truth: the workload times its
 collections with gc.callbacks."""
 import json
+import os
+import subprocess
+import time
 
-from conftest import SUPPORTED, func_name, is_python, merged_pythons, pyperf_env, record_workload
+import pytest
+
+from conftest import (SUPPORTED, WORKLOADS, func_name, is_python, merged_pythons, pyperf_env,
+                      python_id, record_workload, run_pyperf)
 
 
 def gc_share(stacks):
@@ -53,3 +59,35 @@ def test_gc_frames_are_absent_when_the_collector_is_off(tmp_path):
     assert truth["collections"] == {}, truth
     share, total, _ = gc_share(stacks)
     assert total >= 100 and share == 0, (share, total, r.stderr)
+
+
+# one interpreter per place the flag is found: the runtime (3.8), the
+# version table (3.12), _Py_DebugOffsets (the newest)
+DUMP_PYTHONS = [p for p in SUPPORTED if p[1] in ((3, 8), (3, 12), SUPPORTED[-1][1])]
+
+
+@pytest.mark.parametrize("python", DUMP_PYTHONS, ids=[python_id(p) for p in DUMP_PYTHONS])
+def test_dump_marks_a_collection_in_progress(python, tmp_path):
+    """dump stops the process once: while the workload spends ~2/3 of its
+    time collecting (more on some versions), at least 2 of 16 dumps find it
+    collecting and show <GC> just leaf side of its Python frames; with the
+    collector off, none does"""
+    for args, lo, hi in (([], 2, 16), (["acyclic"], 0, 0)):
+        p = subprocess.Popen([python[0], os.path.join(WORKLOADS, "gc_cycles.py"), "30",
+                              str(tmp_path / "gc.json")] + args)
+        try:
+            time.sleep(1.5)  # its 400,000 live lists made, collecting
+            marked = 0
+            for _ in range(16):
+                r = run_pyperf(["dump", "-p", str(p.pid)], timeout=60)
+                assert r.returncode == 0, r.stderr
+                lines = [x.strip() for x in r.stdout.splitlines()]
+                if "<GC>" in lines:
+                    i = lines.index("<GC>")
+                    assert is_python(lines[i + 1]), r.stdout  # leaf first: its caller below
+                    marked += 1
+                time.sleep(0.05)
+            assert lo <= marked <= hi, (args, marked)
+        finally:
+            p.kill()
+            p.wait()

@@ -308,6 +308,8 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 					    PYPERF_MAX_NATIVE, &natflags);
 	}
 	raw.flags = pyflags | natflags;
+	if (tstate && pywalk_runs_gc(&d->py, tstate))
+		raw.flags |= STACK_GC; /* stopped in the collector: <GC> above its caller */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", d->o->pid, t->tid);
 	if ((f = fopen(path, "r"))) {
 		if (fgets(comm, sizeof(comm), f))
@@ -484,7 +486,8 @@ static void print_stack(const struct dumper *d, const struct psample *s)
 		const struct pframe *f = &st->frames[i];
 		const struct dlocals *l;
 
-		if (!d->o->native && f->fn->kind != FN_PYTHON)
+		/* without --native: Python frames, and marks (<GC>, a task's wait) */
+		if (!d->o->native && f->fn->kind != FN_PYTHON && f->fn->kind != FN_MARK)
 			continue;
 		sb_reset(&b);
 		out_frame_label(&b, f, !d->o->no_lines);

@@ -19,6 +19,12 @@
 int pywalk_threads(const struct pyproc *py, uint64_t *tstates, size_t cap);
 /* pthread id (FS base) of the thread that owns tstate, 0 if unreadable. */
 uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
+/* Does tstate hold its interpreter's GIL (locked, and tstate its last
+ * holder; true when the layout has no GIL's place)?  Does the cyclic
+ * collector run on it (the interpreter's collecting flag set, and tstate
+ * the GIL's holder)?  As the sampler's holds_gil and runs_gc decide. */
+bool pywalk_holds_gil(const struct pyproc *py, uint64_t tstate);
+bool pywalk_runs_gc(const struct pyproc *py, uint64_t tstate);
 /* py_code_check() of the code object at code, as the sampler takes it; 0
  * if unreadable. */
 uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code);
