@@ -806,6 +806,33 @@ static void prune_pid_states(struct session *r)
 	}
 	hmap_free(&r->pids, NULL);
 	r->pids = keep;
+	/* a process whose exit the sampler never told (it exited before its
+	 * classification was written to the procs map, or the ring buffer was
+	 * full) must not keep its binaries open: the native unwinder's
+	 * processes that are gone are forgotten as at their exit */
+	if (r->nat_on) {
+		int *dead = NULL;
+		size_t n = 0, cap = 0;
+
+		hmap_for_each(&r->nat.procs, e) {
+			int pid;
+
+			memcpy(&pid, e->key, sizeof(pid));
+			if (!(kill(pid, 0) && errno == ESRCH))
+				continue;
+			if (n == cap) {
+				int *v = realloc(dead, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+
+				if (!v)
+					break;
+				dead = v;
+			}
+			dead[n++] = pid;
+		}
+		for (size_t i = 0; i < n; i++)
+			on_exit_event(r, dead[i]);
+		free(dead);
+	}
 }
 
 static void run_loop(struct session *r, uint64_t start)
