@@ -996,6 +996,16 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	uint64_t start, load0;
 	double loop_cpu;
 
+	/* fixed thresholds instead of glibc's dynamic ones: after a large
+	 * block is freed (a big binary's unwind table, built by the worker
+	 * threads) glibc raises its trim threshold to twice that block, up to
+	 * 64 MiB, and a worker's arena then keeps its freed top for good
+	 * (malloc_trim gives back only the main arena's top): a whole-host
+	 * session held ~26 MB after one PyTorch job.  Blocks of 1 MiB and
+	 * more are mapped and unmapped on their own; a free top over 1 MiB
+	 * goes back. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 20);
 	memset(&r, 0, sizeof(r));
 	r.o = o;
 	r.h = h;
