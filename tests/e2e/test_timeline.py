@@ -49,6 +49,9 @@ def check_structure(trace):
         frames_of(trace, s["sf"])
         assert s["ts"] >= last.get((s["pid"], s["tid"]), 0), s
         last[(s["pid"], s["tid"])] = s["ts"]
+    # a tree: each (parent, name, category) once
+    nodes = Counter((f.get("parent"), f["name"], f["category"]) for f in trace["stackFrames"].values())
+    assert not [k for k, n in nodes.items() if n > 1], nodes.most_common(3)
     for e in trace["traceEvents"]:
         assert e["ph"] in ("M", "X"), e
         if e["ph"] == "X":

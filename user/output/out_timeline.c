@@ -21,6 +21,7 @@
 #include "hmap.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +50,8 @@ static const char *category(char c)
 /* the id of (parent, cat, label), made if new; 0 when out of memory */
 static uint32_t node(struct writer *w, uint32_t parent, char cat, const char *label)
 {
-	size_t n = sizeof(struct node_key) + strlen(label) + 1;
+	/* the key's bytes end with the label's NUL: no padding after it */
+	size_t n = offsetof(struct node_key, label) + strlen(label) + 1;
 	struct node_key *k;
 	void *v;
 
@@ -62,7 +64,7 @@ static uint32_t node(struct writer *w, uint32_t parent, char cat, const char *la
 		w->keycap = n * 2;
 	}
 	k = (struct node_key *)w->key;
-	memset(k, 0, sizeof(*k));
+	memset(k, 0, offsetof(struct node_key, label));
 	k->parent = parent;
 	k->cat = cat;
 	strcpy(k->label, label);
