@@ -58,6 +58,12 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double
 	r->drawn = true;
 }
 
+static void on_stopping(void *ctx)
+{
+	status_erase(ctx);
+	fflush(stderr);
+}
+
 static void on_tables(void *ctx, size_t pending)
 {
 	((struct recorder *)ctx)->tables_pending = pending;
@@ -159,7 +165,7 @@ int record_run(const struct record_opts *o)
 {
 	struct recorder r = { .o = o, .status = !o->quiet && isatty(STDERR_FILENO) };
 	struct session_hooks h = { .on_end = on_end, .on_drain = on_drain, .on_tables = on_tables,
-				   .on_message = on_message, .message_on_stderr = true, .ctx = &r };
+				   .on_stopping = on_stopping, .on_message = on_message, .message_on_stderr = true, .ctx = &r };
 	char err[1024];
 	int rc;
 

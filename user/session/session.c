@@ -907,6 +907,8 @@ static void run_loop(struct session *r, uint64_t start)
 	/* the command stops with us: with our signal, or at the end of -d like
 	 * Ctrl-C, now, so it cleans up while the profile is written; but `leaks`
 	 * first reads what the command holds, before its exit frees it */
+	if (r->h->on_stopping)
+		r->h->on_stopping(r->h->ctx);
 	if (stop_signal || !o->leaks)
 		stop_child(r, stop_signal ? stop_signal : SIGINT);
 }

@@ -74,6 +74,10 @@ struct session_hooks {
 	/* right before each on_drain: the native unwind tables asked for and
 	 * not built yet (record's status line) */
 	void (*on_tables)(void *ctx, size_t pending);
+	/* sampling has stopped and the command is about to be stopped too (its
+	 * Ctrl-C traceback may follow at once): record erases its status line
+	 * here, before the command writes under it */
+	void (*on_stopping)(void *ctx);
 	int (*on_end)(void *ctx, struct profile *prof, const struct session_end *end, char *err,
 		      size_t errlen);
 	bool (*should_stop)(void *ctx);
