@@ -139,8 +139,10 @@ def test_binaries_no_process_maps_are_let_go(tmp_path):
     """A daemon that sees new binaries all the time (upgrades, fresh copies)
     must not keep them: once no process maps a binary for the idle time
     (PYPERF_IDLE_CLOSE_S, 2 s here; 30 s by default) its file is closed and
-    its symbols dropped.  Three fresh copies of an interpreter run one after
-    the other: each is open while it runs and none is after."""
+    its symbols dropped, and once no profile kept holds a stack of it, its
+    names are freed too (the --stats line counts them).  Three fresh copies
+    of an interpreter run one after the other: each is open while it runs,
+    none is after, and their names are freed; a copy run again is named."""
     py = [p for p in SUPPORTED if "/.pyenv/" in p[0]]
     assert py, "no pyenv CPython"
     exe = os.path.realpath(py[-1][0])
@@ -148,7 +150,8 @@ def test_binaries_no_process_maps_are_let_go(tmp_path):
     env = dict(os.environ, PYTHONHOME=prefix, LD_LIBRARY_PATH=os.path.join(prefix, "lib"))
     log = tmp_path / "daemon.log"
     d = subprocess.Popen([PYPERF, "daemon", "-F", "49", "-i", "1", "--dir", str(tmp_path / "d"),
-                          "--log", str(log)], env=dict(os.environ, PYPERF_IDLE_CLOSE_S="2"),
+                          "--stats", "--log", str(log)],
+                         env=dict(os.environ, PYPERF_IDLE_CLOSE_S="2"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def open_copies():
@@ -184,6 +187,17 @@ def test_binaries_no_process_maps_are_let_go(tmp_path):
         while open_copies() and time.monotonic() < end:
             time.sleep(0.5)
         left = open_copies()
+
+        def freed():
+            got = re.findall(r"names of \d+ binaries \(\d+ open, (\d+) freed so far\)",
+                             log.read_text())
+            return int(got[-1]) if got else 0
+        # the copies' names go once the intervals that held their stacks
+        # are written and a prune comes (every PYPERF_IDLE_CLOSE_S here)
+        end = time.monotonic() + 20
+        while freed() < 3 and time.monotonic() < end:
+            time.sleep(0.5)
+        names_freed = freed()
         # a binary let go is opened again when a process maps it again, and
         # its frames are named
         again = subprocess.Popen([str(tmp_path / "py0"), os.path.join(WORKLOADS, "split.py"), "3",
@@ -197,6 +211,7 @@ def test_binaries_no_process_maps_are_let_go(tmp_path):
         d.communicate(timeout=60)
     assert seen == {str(tmp_path / f"py{i}") for i in range(3)}, seen
     assert not left, left
+    assert names_freed >= 3, log.read_text()[-3000:]
     files = [f for f in os.listdir(tmp_path / "d") if f"-{again.pid}-" in f]
     funcs = {f for name in files for _, fr, _ in pprof_raw(str(tmp_path / "d" / name)) for f in fr}
     assert {"leaf_a", "main"} <= funcs, (files, sorted(funcs)[:50])

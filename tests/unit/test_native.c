@@ -438,6 +438,90 @@ static void test_trampoline_arenas_get_the_rule_of_their_code(void **state)
 	reset_store();
 }
 
+/* A sweep frees what no kept stack holds: the names of binaries let go
+ * (no process maps them, their file closed) and the JIT names of forgotten
+ * processes; a marked function keeps its binary's names, or its dead
+ * process's; a binary mapped again is named anew.  Here the process is
+ * this test, forgotten and read again. */
+static int swept_probe(int x)
+{
+	return x * 3 + 1;
+}
+
+static void test_names_no_stack_holds_are_swept(void **state)
+{
+	struct native n;
+	char err[256], map[64], name[512];
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t self_pc = (uint64_t)(uintptr_t)&swept_probe, bins, open, funcs, bins0, funcs0;
+	const struct func *fself, *fjit;
+	uint32_t mark;
+	uint8_t *code;
+	FILE *pm;
+
+	(void)state;
+	reset_store();
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)getpid());
+	code = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	pm = fopen(map, "we");
+	assert_non_null(pm);
+	fprintf(pm, "%llx 40 jit_kernel\n", (unsigned long long)(uintptr_t)code);
+	fclose(pm);
+	assert_int_equal(native_init(&n, &store, UINT64_MAX, false), 0);
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	fself = native_func(&n, getpid(), self_pc, true);
+	assert_string_equal(fself->name, "swept_probe");
+	snprintf(name, sizeof(name), "%s", fself->name);
+	assert_non_null(native_func(&n, getpid(), (uint64_t)(uintptr_t)&strlen, true));
+	fjit = native_func(&n, getpid(), (uint64_t)(uintptr_t)code + 8, true);
+	assert_string_equal(fjit->name, "jit_kernel");
+	native_kept(&n, &bins0, &open, &funcs0);
+	assert_true(bins0 >= 2 && open == bins0 && funcs0 >= 3);
+
+	/* the process is gone, its binaries still open: only JIT names may
+	 * go, and a stack holds the one there is */
+	native_proc_forget(&n, getpid());
+	mark = native_sweep_begin(&n);
+	((struct func *)fjit)->seen = mark;
+	native_sweep_end(&n, mark);
+	native_kept(&n, &bins, &open, &funcs);
+	assert_int_equal(bins, bins0);
+	assert_int_equal(funcs, funcs0);
+	assert_int_equal(n.st.swept_jit, 0);
+
+	/* let go: the binary whose function a stack holds keeps its names
+	 * (every one of them), the others and the JIT names go */
+	native_close_idle(&n, 0);
+	native_kept(&n, &bins, &open, &funcs);
+	assert_true(open <= 1); /* the vDSO's memfd stays */
+	mark = native_sweep_begin(&n);
+	((struct func *)fself)->seen = mark;
+	native_sweep_end(&n, mark);
+	assert_string_equal(fself->name, name); /* still there */
+	assert_int_equal(n.st.swept_jit, 1);
+	assert_true(n.st.swept_bins >= 1);
+	native_kept(&n, &bins, &open, &funcs);
+	assert_true(bins < bins0 && funcs < funcs0 && funcs >= 1);
+
+	/* nothing held: every binary let go goes */
+	mark = native_sweep_begin(&n);
+	native_sweep_end(&n, mark);
+	native_kept(&n, &bins, &open, &funcs);
+	assert_true(bins <= 1); /* the vDSO */
+	assert_int_equal(funcs, 0);
+
+	/* mapped again: opened and named anew */
+	assert_int_equal(native_proc_update(&n, getpid(), &nm, err, sizeof(err)), 0);
+	assert_string_equal(native_func(&n, getpid(), self_pc, true)->name, name);
+	assert_string_equal(native_func(&n, getpid(), (uint64_t)(uintptr_t)code + 8, true)->name,
+			    "jit_kernel");
+	unlink(map);
+	munmap(code, (size_t)page);
+	native_free(&n);
+	reset_store();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_stray_pcs_back_off_per_page),
 		cmocka_unit_test(test_trampoline_arena_read_too_early_is_read_again),
 		cmocka_unit_test(test_trampoline_arenas_get_the_rule_of_their_code),
+		cmocka_unit_test(test_names_no_stack_holds_are_swept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

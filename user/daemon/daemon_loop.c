@@ -64,6 +64,7 @@ struct daemon {
 	double prev_cpu;
 	uint64_t prev_sent_bytes, prev_dropped;
 	uint64_t intervals;
+	struct session_kept kept;    /* native names, as the last prune left them */
 };
 
 static bool want(void *ctx, int pid, uint32_t gen)
@@ -169,12 +170,16 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	dlog(DLOG_INFO, "stats: interval %.1f s, %llu %s, %zu processes, %llu dropped "
 	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
 	     "(%llu bytes), %llu profiles dropped, %llu corrupt spool files, own CPU %.3f %%, "
-	     "RSS %.1f MB",
+	     "RSS %.1f MB, names of %llu binaries (%llu open, %llu freed so far), %llu "
+	     "functions",
 	     secs, (unsigned long long)prof->total, mode_desc(d->cfg.mode)->quantity == MQ_SAMPLES ? "samples" : mode_is_bytes(d->cfg.mode) ? "bytes" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
 	     (unsigned long long)ss.pending_bytes, (unsigned long long)ss.dropped,
-	     (unsigned long long)ss.corrupt, secs >= 0.5 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0, rss_kb() / 1024.0);
+	     (unsigned long long)ss.corrupt, secs >= 0.5 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0,
+	     rss_kb() / 1024.0, (unsigned long long)d->kept.binaries,
+	     (unsigned long long)d->kept.open, (unsigned long long)d->kept.swept_binaries,
+	     (unsigned long long)d->kept.functions);
 	d->prev_sent_bytes = ss.sent_bytes;
 	d->prev_cpu = cpu;
 }
@@ -280,6 +285,11 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 	d->intervals++;
 }
 
+static void on_pruned(void *ctx, const struct session_kept *kept)
+{
+	((struct daemon *)ctx)->kept = *kept;
+}
+
 static void on_drain(void *ctx, struct profile *prof, const uint64_t *st, double elapsed,
 		     bool final)
 {
@@ -363,7 +373,7 @@ int daemon_run(const char *config_path, const struct daemon_setting *args, int n
 	};
 	struct session_opts o;
 	struct session_hooks h = { .on_drain = on_drain, .want = want, .on_hup = on_hup,
-				   .on_message = on_message,
+				   .on_message = on_message, .on_pruned = on_pruned,
 				   .ctx = &d };
 	struct env env;
 	char err[1024];

@@ -99,14 +99,19 @@ struct nproc {
 	bool stale;                  /* a mapping taken for plain JIT code holds perf
 				      * trampolines: read the mappings again */
 	unsigned rereads;            /* for that, at most STALE_REREADS */
+	uint32_t njit;               /* functions interned under it (JIT code's) */
+	struct nproc *next_dead;     /* forgotten, kept for those (native.dead) */
 };
 
 struct bin_key {
 	uint64_t dev, ino;
 };
 
+/* A native function's key: its binary, or for JIT code the process (an
+ * nproc, kept until no stack holds the names, so its address is not reused
+ * while they live), and its address there. */
 struct func_key {
-	struct nbin *bin;
+	const void *owner;
 	uint64_t addr;
 };
 
@@ -687,6 +692,10 @@ void native_free(struct native *n)
 {
 	native_stop(n);
 	hmap_free(&n->procs, free_proc);
+	for (struct nproc *p = n->dead, *next; p; p = next) {
+		next = p->next_dead;
+		free_proc(p);
+	}
 	hmap_free(&n->pcs, NULL);
 	hmap_free(&n->strays, NULL);
 	hmap_free(&n->funcs, free_func);
@@ -746,6 +755,137 @@ void native_close_idle(struct native *n, uint64_t idle_ns)
 		close(b->fd);
 		b->fd = -1;
 	}
+}
+
+uint32_t native_sweep_begin(struct native *n)
+{
+	if (++n->sweep_mark == 0) /* 0 is what a func never marked has */
+		n->sweep_mark = 1;
+	return n->sweep_mark;
+}
+
+/* Keep the entries of *m whose key starts with an owner not in `gone`; the
+ * others' values are freed with free_val (may be NULL), and counted. */
+static size_t drop_owned(struct hmap *m, const struct hmap *gone, void (*free_val)(void *))
+{
+	struct hmap keep = { 0 };
+	size_t dropped = 0;
+
+	hmap_for_each(m, e) {
+		const void *owner;
+
+		memcpy(&owner, e->key, sizeof(owner));
+		if (!hmap_get(gone, &owner, sizeof(owner))) {
+			if (!hmap_put(&keep, e->key, e->klen, e->val))
+				continue;
+			/* out of memory: keep the map as it was */
+			hmap_free(&keep, NULL);
+			return SIZE_MAX;
+		}
+	}
+	hmap_for_each(m, e) {
+		const void *owner;
+
+		memcpy(&owner, e->key, sizeof(owner));
+		if (hmap_get(gone, &owner, sizeof(owner))) {
+			if (free_val)
+				free_val(e->val);
+			dropped++;
+		}
+	}
+	hmap_free(m, NULL);
+	*m = keep;
+	return dropped;
+}
+
+/* the owner of each function of `m` (keys start with it) that a stack holds
+ * is taken out of `gone` */
+static void keep_held(const struct hmap *m, struct hmap *gone, uint32_t mark)
+{
+	hmap_for_each(m, e) {
+		const void *owner;
+
+		if (((const struct func *)e->val)->seen != mark)
+			continue;
+		memcpy(&owner, e->key, sizeof(owner));
+		(void)hmap_del(gone, &owner, sizeof(owner));
+	}
+}
+
+void native_sweep_end(struct native *n, uint32_t mark)
+{
+	struct hmap gone = { 0 }; /* owner -> itself: nothing of it is held */
+	size_t funcs, cfuncs;
+
+	/* what may go: binaries let go (closed, no process mapping them, no
+	 * debug file on its way) and forgotten processes with JIT names */
+	hmap_for_each(&n->bins, e) {
+		struct nbin *b = e->val;
+
+		if (!b->nprocs && b->fd < 0 && b->fetch != 1 && hmap_put(&gone, &b, sizeof(b), b))
+			goto out;
+	}
+	for (struct nproc *p = n->dead; p; p = p->next_dead)
+		if (hmap_put(&gone, &p, sizeof(p), p))
+			goto out;
+	/* what a stack holds stays, with every name of its owner */
+	keep_held(&n->funcs, &gone, mark);
+	keep_held(&n->cython_funcs, &gone, mark);
+	if (!gone.len)
+		goto out;
+	/* the cache first (no free), then the functions, then their owners,
+	 * each step only if the one before was done (out of memory: the
+	 * owners stay, and what they had is named again when asked) */
+	if (drop_owned(&n->pcs, &gone, NULL) == SIZE_MAX ||
+	    (cfuncs = drop_owned(&n->cython_funcs, &gone, free_func)) == SIZE_MAX)
+		goto out;
+	if ((funcs = drop_owned(&n->funcs, &gone, free_func)) == SIZE_MAX) {
+		n->st.swept_funcs += cfuncs;
+		goto out;
+	}
+	n->st.swept_funcs += funcs + cfuncs;
+	{
+		struct hmap bins = { 0 };
+		bool oom = false;
+
+		hmap_for_each(&n->bins, e)
+			if (!hmap_get(&gone, &e->val, sizeof(e->val)) &&
+			    hmap_put(&bins, e->key, e->klen, e->val))
+				oom = true;
+		if (oom) { /* the funcs are gone: their binaries may stay */
+			hmap_free(&bins, NULL);
+		} else {
+			hmap_for_each(&n->bins, e)
+				if (hmap_get(&gone, &e->val, sizeof(e->val))) {
+					free_bin(e->val);
+					n->st.swept_bins++;
+				}
+			hmap_free(&n->bins, NULL);
+			n->bins = bins;
+		}
+	}
+	for (struct nproc **pp = &n->dead; *pp;) {
+		struct nproc *p = *pp;
+
+		if (hmap_get(&gone, &p, sizeof(p))) {
+			*pp = p->next_dead;
+			free_proc(p);
+			n->st.swept_jit++;
+		} else {
+			pp = &p->next_dead;
+		}
+	}
+out:
+	hmap_free(&gone, NULL);
+}
+
+void native_kept(const struct native *n, uint64_t *bins, uint64_t *open, uint64_t *funcs)
+{
+	*bins = n->bins.len;
+	*open = 0;
+	hmap_for_each(&n->bins, e)
+		*open += ((const struct nbin *)e->val)->fd >= 0;
+	*funcs = n->funcs.len + n->cython_funcs.len;
 }
 
 /* the binary mapped at m in pid, opened and tabled on first sight */
@@ -1004,10 +1144,19 @@ void native_proc_forget(struct native *n, int pid)
 {
 	struct nproc *np = hmap_del(&n->procs, &pid, sizeof(pid));
 
-	if (np) {
-		release(n, np);
+	if (!np)
+		return;
+	release(n, np);
+	if (!np->njit) {
 		free_proc(np);
+		return;
 	}
+	/* the names of its JIT code are keyed by np: it waits for a sweep */
+	perfmap_free(&np->jit);
+	perfmap_free(&np->gdb);
+	perfmap_free(&np->dump);
+	np->next_dead = n->dead;
+	n->dead = np;
 }
 
 static const struct nmap *find_map(const struct nproc *np, uint64_t pc)
@@ -1077,14 +1226,14 @@ static bool is_eval_loop(const char *name)
 	return !strncmp(name, eval, len) && (!name[len] || name[len] == '.');
 }
 
-static struct func *intern(struct native *n, struct nbin *bin, const struct binary *info,
-			     uint64_t addr, const char *name, const char *file)
+static struct func *intern(struct native *n, const void *owner, const struct binary *info,
+			   uint64_t addr, const char *name, const char *file)
 {
 	struct func_key k;
 	struct func *f;
 
 	memset(&k, 0, sizeof(k));
-	k.bin = bin;
+	k.owner = owner;
 	k.addr = addr;
 	f = hmap_get(&n->funcs, &k, sizeof(k));
 	if (f)
@@ -1098,6 +1247,17 @@ static struct func *intern(struct native *n, struct nbin *bin, const struct bina
 		func_free(f);
 		return n->unknown;
 	}
+	return f;
+}
+
+/* a function of JIT code in np, interned under np */
+static struct func *intern_jit(struct native *n, struct nproc *np, uint64_t addr,
+			       const char *name, const char *file)
+{
+	size_t before = n->funcs.len;
+	struct func *f = intern(n, np, NULL, addr, name, file);
+
+	np->njit += n->funcs.len != before;
 	return f;
 }
 
@@ -1167,7 +1327,7 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 			return n->unknown;
 		snprintf(where, sizeof(where), "anon 0x%" PRIx64, m->start);
 		/* keyed by the mapping's last byte, where no perf map symbol starts */
-		return intern(n, (struct nbin *)np, NULL, m->end - 1, "[jit]", where);
+		return intern_jit(n, np, m->end - 1, "[jit]", where);
 	}
 	if (!strncmp(j->name, "py::", 4)) {
 		/* the mappings were read after CPython mapped a trampoline arena
@@ -1182,7 +1342,7 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 		}
 	}
 	/* keyed by the process's own entry: addresses of JIT code are per process */
-	return intern(n, (struct nbin *)np, NULL, j->start, j->name, "[jit]");
+	return intern_jit(n, np, j->start, j->name, "[jit]");
 }
 
 /* debuginfod: should a debug file be fetched for b (its symbols just
@@ -1357,7 +1517,7 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 		return n->unknown;
 	vaddr = pc - m->bias - (leaf ? 0 : 1);
 	memset(&k, 0, sizeof(k));
-	k.bin = m->bin;
+	k.owner = m->bin;
 	k.addr = vaddr;
 	if ((f = hmap_get(&n->pcs, &k, sizeof(k))))
 		return f;

@@ -9,7 +9,9 @@
  * The same records name native addresses later: a runtime address becomes
  * (binary, ELF address), and the binary's symbols (nsym.c) give the name.
  * Binaries stay open (by the descriptor taken while the process lived), so
- * processes that exited are still named.
+ * processes that exited are still named; one no process has mapped for a
+ * while is closed (native_close_idle), and its names are freed once no kept
+ * stack holds them (native_sweep_begin).
  *
  * Library code: errors are returned, with a one-line message where asked. */
 #ifndef PYPERF_NATIVE_H
@@ -45,6 +47,9 @@ struct native_stats {
 	uint64_t max_build_ns;       /* the slowest one */
 	uint64_t first_table_ns;     /* from native_init to the first table loaded */
 	uint64_t mappings_dropped;   /* executable mappings beyond PYPERF_MAX_MAPPINGS */
+	uint64_t swept_bins;         /* binaries whose names a sweep freed */
+	uint64_t swept_jit;          /* forgotten processes whose JIT names it freed */
+	uint64_t swept_funcs;        /* functions it freed */
 };
 
 /* Where loaded tables live: the sampler's BPF maps, or memory (dump).  A
@@ -88,6 +93,9 @@ struct native {
 	uint64_t stamp;              /* marks binaries counted once per process */
 	uint64_t last_idle_check_ns; /* native_close_idle: at most once a second */
 	uint64_t t0;
+	struct nproc *dead;          /* forgotten processes whose JIT code was named:
+				      * kept until no stack holds those names */
+	uint32_t sweep_mark;         /* the last sweep's (native_sweep_begin) */
 	struct native_worker *w;     /* threaded: the builder */
 	struct dbgfetch *fetch;      /* debuginfod (NULL: none): debug files for binaries
 				      * with neither .symtab nor a local debug file */
@@ -154,9 +162,24 @@ void native_proc_forget(struct native *n, int pid);
 #define NATIVE_IDLE_CLOSE_NS (30 * 1000000000ull)
 void native_close_idle(struct native *n, uint64_t idle_ns);
 
-/* The function at runtime address pc of pid, named (interned; lives as long
- * as n).  `leaf`: pc is where the thread was, else a return address (named
- * by the call before it).  kind FN_EVAL for the interpreter's eval loop. */
+/* Free names no stack holds any more, in three steps: m =
+ * native_sweep_begin(n); the caller sets seen = m on every func a stack
+ * it keeps holds (profile_mark_funcs); native_sweep_end(n, m) frees the
+ * binaries let go (native_close_idle: no process maps them) none of whose
+ * functions were marked, and the JIT functions of forgotten processes when
+ * none of them was.  A binary mapped again later is opened and named anew.
+ * Without it a long run that forgets exited processes' stacks (the daemon)
+ * keeps every name it ever made.  Only a caller that holds every stack
+ * with native funcs may sweep: any other pointer to a freed func dangles. */
+uint32_t native_sweep_begin(struct native *n);
+void native_sweep_end(struct native *n, uint32_t mark);
+/* What n keeps now: binaries, those of them open, named functions. */
+void native_kept(const struct native *n, uint64_t *bins, uint64_t *open, uint64_t *funcs);
+
+/* The function at runtime address pc of pid, named (interned; lives until
+ * a sweep frees it, see above).  `leaf`: pc is where the thread was, else a
+ * return address (named by the call before it).  kind FN_EVAL for the
+ * interpreter's eval loop. */
 const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf);
 
 #endif

@@ -5,8 +5,11 @@
  *
  * A frame runs a `struct func`: a Python code object, a native function (in
  * a `struct binary`), the interpreter's eval loop, or a marker that says
- * where a stack is incomplete.  Funcs are interned by their readers and live
- * until the end of the run, so stacks hold plain pointers to them. */
+ * where a stack is incomplete.  Funcs are interned by their readers and
+ * stacks hold plain pointers to them: a Python code object's lives as long
+ * as its process's entry in the profile, a native function's until a sweep
+ * (native.h) finds no kept stack holding any function of its binary and no
+ * process mapping it, markers for the whole run. */
 #ifndef PYPERF_FRAME_H
 #define PYPERF_FRAME_H
 
@@ -46,6 +49,8 @@ struct func {
 	 * source line of this func's addresses (one func per line, all with
 	 * the function's firstlineno); 0 for every other func */
 	int line;
+	uint32_t seen;         /* the last sweep that found a kept stack holding
+				* it (native_sweep_begin); never set on FN_MARK */
 };
 
 /* An asyncio task's frame (--async): a marker named "<task NAME>", which

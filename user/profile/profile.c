@@ -492,6 +492,27 @@ void profile_reset_counts(struct profile *p)
 	p->total = p->unattributed = p->unresolved_frames = 0;
 }
 
+static void mark_stack(const struct pstack *st, uint32_t mark)
+{
+	for (uint32_t i = 0; i < st->nframes; i++)
+		if (st->frames[i].fn->kind != FN_MARK) /* markers may be read-only */
+			st->frames[i].fn->seen = mark;
+}
+
+void profile_mark_funcs(const struct profile *p, uint32_t mark)
+{
+	/* a stack a key named before its code objects were replaced is held
+	 * by its samples only */
+	hmap_for_each(&p->procs, e) {
+		const struct pproc *pp = e->val;
+
+		hmap_for_each(&pp->stacks, s)
+			mark_stack(s->val, mark);
+	}
+	hmap_for_each(&p->samples, e)
+		mark_stack(((const struct psample *)e->val)->stack, mark);
+}
+
 int profile_forget_proc(struct profile *p, int pid)
 {
 	struct pproc *pp = hmap_get(&p->procs, &pid, sizeof(pid));

@@ -197,6 +197,10 @@ void profile_refuse(struct profile *p, int pid, const char *comm, const char *wh
 /* Free everything kept for pid (it exited).  -1 if it has samples (they
  * point at its stacks) or is unknown. */
 int profile_forget_proc(struct profile *p, int pid);
+/* Set fn->seen = mark on every function a kept stack holds (markers
+ * excepted): a sweep of names no stack holds any more (native.h) marks
+ * first. */
+void profile_mark_funcs(const struct profile *p, uint32_t mark);
 /* Number of processes with at least one sample. */
 size_t profile_nprocs_seen(const struct profile *p);
 

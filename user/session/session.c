@@ -835,12 +835,35 @@ static void prune_pid_states(struct session *r)
 	}
 }
 
+/* Free the names of binaries let go and of forgotten processes' JIT code
+ * that no stack holds any more: the profile holds every stack (a daemon
+ * forgets the stacks of processes gone at the end of each interval). */
+static void sweep_names(struct session *r)
+{
+	uint32_t mark = native_sweep_begin(&r->nat);
+	struct session_kept k = { 0 };
+
+	profile_mark_funcs(&r->prof, mark);
+	native_sweep_end(&r->nat, mark);
+	if (!r->h->on_pruned)
+		return;
+	native_kept(&r->nat, &k.binaries, &k.open, &k.functions);
+	k.swept_binaries = r->nat.st.swept_bins;
+	k.swept_functions = r->nat.st.swept_funcs;
+	r->h->on_pruned(r->h->ctx, &k);
+}
+
 static void run_loop(struct session *r, uint64_t start)
 {
 	const struct session_opts *o = r->o;
 	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
 	uint64_t drain_ns = o->drain_ms ? o->drain_ms * 1000000ull : DRAIN_EVERY_NS;
-	uint64_t next_drain = start + drain_ns, next_prune = start + PRUNE_EVERY_NS;
+	/* a test that lets binaries go sooner (PYPERF_IDLE_CLOSE_S) sees
+	 * their names freed sooner too */
+	uint64_t prune_ns = o->idle_close_s && o->idle_close_s * 1000000000ull < PRUNE_EVERY_NS
+				    ? o->idle_close_s * 1000000000ull
+				    : PRUNE_EVERY_NS;
+	uint64_t next_drain = start + drain_ns, next_prune = start + prune_ns;
 	uint64_t next_names = start + THREAD_NAMES_EVERY_NS;
 
 	while (!stop_signal) {
@@ -877,6 +900,8 @@ static void run_loop(struct session *r, uint64_t start)
 									   : NATIVE_IDLE_CLOSE_NS);
 			if (now >= next_prune) {
 				prune_pid_states(r);
+				if (r->nat_on)
+					sweep_names(r);
 				if (o->cmd) /* orphans of the command's tree that exited */
 					proctree_reap(getpid(), r->child);
 				/* what exited processes and binaries let go of left free
@@ -885,7 +910,7 @@ static void run_loop(struct session *r, uint64_t start)
 				 * otherwise leaves a long-running session's RSS higher
 				 * each time (issue 30's soak) */
 				malloc_trim(0);
-				next_prune = now + PRUNE_EVERY_NS;
+				next_prune = now + prune_ns;
 			}
 		}
 		if (hup_signal) {

@@ -53,6 +53,15 @@ struct session_opts {
 	const char *stats_json;      /* --stats-json FILE: run statistics for benchmarks */
 };
 
+/* What a session keeps of native names, after a prune (on_pruned). */
+struct session_kept {
+	uint64_t binaries;           /* binaries known */
+	uint64_t open;               /* of them open (mapped, or let go < 30 s ago) */
+	uint64_t functions;          /* native functions named */
+	uint64_t swept_binaries;     /* binaries whose names were freed so far */
+	uint64_t swept_functions;    /* functions freed so far */
+};
+
 /* What a session hands on_end once sampling stopped. */
 struct session_end {
 	double secs;                 /* how long it sampled */
@@ -74,6 +83,10 @@ struct session_hooks {
 	/* right before each on_drain: the native unwind tables asked for and
 	 * not built yet (record's status line) */
 	void (*on_tables)(void *ctx, size_t pending);
+	/* after each prune of what exited processes left (every 30 s, or every
+	 * PYPERF_IDLE_CLOSE_S when shorter): what is kept of native names (the
+	 * daemon's --stats line) */
+	void (*on_pruned)(void *ctx, const struct session_kept *kept);
 	/* sampling has stopped and the command is about to be stopped too (its
 	 * Ctrl-C traceback may follow at once): record erases its status line
 	 * here, before the command writes under it */
