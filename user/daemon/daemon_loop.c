@@ -184,33 +184,55 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	d->prev_cpu = cpu;
 }
 
-/* Processes that are gone: their names and stacks go too.  Only once an
- * interval passed without samples: one that exits just after a drain may
- * still have counts in the sampler's other map, which need its stacks. */
+/* the pids of m's values (each starting with its pid) that are gone, for
+ * gone_pids; false when out of memory */
+static bool note_gone(const struct hmap *m, bool (*eligible)(const void *val), int **v,
+		      size_t *n, size_t *cap)
+{
+	hmap_for_each(m, e) {
+		int pid;
+
+		memcpy(&pid, e->val, sizeof(pid));
+		if ((eligible && !eligible(e->val)) || !(kill(pid, 0) && errno == ESRCH))
+			continue;
+		if (*n == *cap) {
+			int *w = realloc(*v, (*cap = *cap ? 2 * *cap : 256) * sizeof(*w));
+
+			if (!w)
+				return false;
+			*v = w;
+		}
+		(*v)[(*n)++] = pid;
+	}
+	return true;
+}
+
+static bool no_samples(const void *val)
+{
+	return !((const struct pproc *)val)->samples;
+}
+
+/* Processes that are gone: their names and stacks go too, every one of
+ * them (a host starting ten short Pythons a second has 600 to forget after
+ * a minute's interval).  Only once an interval passed without samples: one
+ * that exits just after a drain may still have counts in the sampler's
+ * other map, which need its stacks. */
 static void forget_gone(struct daemon *d, struct profile *prof)
 {
-	int gone[256];
-	size_t n = 0;
+	int *gone = NULL;
+	size_t n = 0, cap = 0;
 
-	hmap_for_each(&prof->procs, e) {
-		const struct pproc *pp = e->val;
-
-		if (n < 256 && !pp->samples && kill(pp->pid, 0) && errno == ESRCH)
-			gone[n++] = pp->pid;
-	}
+	note_gone(&prof->procs, no_samples, &gone, &n, &cap);
 	for (size_t i = 0; i < n; i++)
 		profile_forget_proc(prof, gone[i]);
 	n = 0; /* and processes it could not profile that are gone */
-	hmap_for_each(&prof->refused, e) {
-		const struct prefused *x = e->val;
-
-		if (n < 256 && kill(x->pid, 0) && errno == ESRCH)
-			gone[n++] = x->pid;
-	}
+	note_gone(&prof->refused, NULL, &gone, &n, &cap);
 	for (size_t i = 0; i < n; i++)
 		free(hmap_del(&prof->refused, &gone[i], sizeof(int)));
-	if (n) /* and the names of their images */
-		select_forget_gone(&d->sel);
+	free(gone);
+	/* and the names of their images: every process it chose has one,
+	 * profiled or not */
+	select_forget_gone(&d->sel);
 }
 
 static int cmp_key(const void *a, const void *b)
