@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { SYM_RUNTIME, SYM_VERSION, SYM_GETVERSION, SYM_CODE_TYPE, SYM_STR_TYPE, SYM_BYTES_TYPE,
@@ -31,32 +32,59 @@ enum { SYM_RUNTIME, SYM_VERSION, SYM_GETVERSION, SYM_CODE_TYPE, SYM_STR_TYPE, SY
 static const char *const sym_names[SYM_NR] = { "_PyRuntime",  "Py_Version",     "Py_GetVersion",
 					       "PyCode_Type", "PyUnicode_Type", "PyBytes_Type" };
 
+/* What the symbols of an executable or libpython say, by file: its device
+ * and inode, and its size and change time, so that a file made later on a
+ * freed inode is not taken for the one before. */
 struct elf_facts {
 	uint64_t dev_major, dev_minor, inode;
+	int64_t size, ctime_s, ctime_ns;
 	uint64_t sym[SYM_NR];
 	bool ok;
 	struct elf_facts *next;
 };
 
+/* The files looked at last, most recent first: every process's executable
+ * is looked at once (Python or not), so a long whole-host run sees new
+ * ones all the time (fresh copies, build outputs) and keeps the newest. */
+#define FACTS_KEPT 256
 static struct elf_facts *facts_cache;
 
 static const struct elf_facts *elf_facts_for(int pid, const struct proc_map *m)
 {
-	struct elf_facts *f;
+	struct elf_facts *f, **pp, **last = NULL;
 	char host[PATH_MAX + 32], err[256];
 	uint64_t sizes[SYM_NR];
+	struct stat st;
+	size_t n = 0;
 
-	for (f = facts_cache; f; f = f->next)
-		if (f->inode == m->inode && f->dev_major == m->dev_major && f->dev_minor == m->dev_minor)
-			return f;
-	if (!procmaps_file_path(pid, m, host, sizeof(host)))
+	if (!procmaps_file_path(pid, m, host, sizeof(host)) || stat(host, &st))
 		return NULL; /* errno says why; not remembered: another process may map it readably */
+	for (pp = &facts_cache; (f = *pp); pp = &f->next, n++) {
+		if (f->inode == m->inode && f->dev_major == m->dev_major &&
+		    f->dev_minor == m->dev_minor && f->size == (int64_t)st.st_size &&
+		    f->ctime_s == (int64_t)st.st_ctim.tv_sec &&
+		    f->ctime_ns == (int64_t)st.st_ctim.tv_nsec) {
+			*pp = f->next; /* to the front */
+			f->next = facts_cache;
+			facts_cache = f;
+			return f;
+		}
+		if (!f->next)
+			last = pp;
+	}
+	if (n >= FACTS_KEPT && last) { /* the one looked at longest ago goes */
+		free(*last);
+		*last = NULL;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->dev_major = m->dev_major;
 	f->dev_minor = m->dev_minor;
 	f->inode = m->inode;
+	f->size = (int64_t)st.st_size;
+	f->ctime_s = (int64_t)st.st_ctim.tv_sec;
+	f->ctime_ns = (int64_t)st.st_ctim.tv_nsec;
 	f->ok = elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err)) == 0;
 	f->next = facts_cache;
 	facts_cache = f;
