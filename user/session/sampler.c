@@ -662,6 +662,29 @@ void sampler_exited(struct sampler *s, uint32_t pid)
 	alloc_links_drop(s, hmap_del(&s->alloc_links, &pid, sizeof(pid)));
 }
 
+static void each_key(const struct bpf_map *m, void (*fn)(void *ctx, int pid), void *ctx)
+{
+	uint32_t key, next, *prev = NULL;
+
+	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
+		fn(ctx, (int)next);
+		key = next;
+		prev = &key;
+	}
+}
+
+void sampler_each_pid(struct sampler *s, void (*fn)(void *ctx, int pid), void *ctx)
+{
+	each_key(s->skel->maps.procs, fn, ctx);
+	each_key(s->skel->maps.native_procs, fn, ctx);
+	hmap_for_each(&s->alloc_links, e) {
+		uint32_t pid;
+
+		memcpy(&pid, e->key, sizeof(pid));
+		fn(ctx, (int)pid);
+	}
+}
+
 void sampler_forget(struct sampler *s, uint32_t pid)
 {
 	struct alloc_links *a = hmap_get(&s->alloc_links, &pid, sizeof(pid));

@@ -115,6 +115,11 @@ int sampler_attach_events(struct sampler *s, const char *path, char *err, size_t
 void sampler_forget(struct sampler *s, uint32_t pid);
 /* pid exited: its probes are taken out (in the background). */
 void sampler_exited(struct sampler *s, uint32_t pid);
+/* Call fn for each pid the sampler keeps state of (its maps of processes
+ * and of their mappings, its probes), a pid possibly more than once: a
+ * prune finds there the processes whose exit it was never told (one whose
+ * classification was written just after it exited). */
+void sampler_each_pid(struct sampler *s, void (*fn)(void *ctx, int pid), void *ctx);
 /* The unwinder asks to reread pid's mappings for a pc in pc's page no sooner
  * than retry_after_ns (CLOCK_MONOTONIC), and for any pc of pid not within
  * the next SAMPLER_STRAY_PAUSE_MS: a reread that found nothing new is not

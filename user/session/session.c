@@ -791,6 +791,21 @@ void session_install_signals(const struct session_hooks *h)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* pid (at key) into the set *ctx if it is gone */
+static void note_if_gone(struct hmap *dead, const void *key)
+{
+	int pid;
+
+	memcpy(&pid, key, sizeof(pid));
+	if (!hmap_get(dead, &pid, sizeof(pid)) && kill(pid, 0) && errno == ESRCH)
+		(void)hmap_put(dead, &pid, sizeof(pid), dead); /* out of memory: next time */
+}
+
+static void note_pid_if_gone(void *ctx, int pid)
+{
+	note_if_gone(ctx, &pid);
+}
+
 /* Forget what was noted of processes that are gone (a long run on a busy
  * host sees many short-lived ones). */
 static void prune_pid_states(struct session *r)
@@ -808,30 +823,27 @@ static void prune_pid_states(struct session *r)
 	r->pids = keep;
 	/* a process whose exit the sampler never told (it exited before its
 	 * classification was written to the procs map, or the ring buffer was
-	 * full) must not keep its binaries open: the native unwinder's
-	 * processes that are gone are forgotten as at their exit */
-	if (r->nat_on) {
-		int *dead = NULL;
-		size_t n = 0, cap = 0;
+	 * full) must not keep its binaries open nor anything else noted of
+	 * it: every table of processes is looked through for pids that are
+	 * gone, which are forgotten as at their exit */
+	{
+		struct hmap dead = { 0 };
 
-		hmap_for_each(&r->nat.procs, e) {
+		hmap_for_each(&r->nat.procs, e)
+			note_if_gone(&dead, e->key);
+		hmap_for_each(&r->names.python, e)
+			note_if_gone(&dead, e->key);
+		hmap_for_each(&r->asyncs, e)
+			note_if_gone(&dead, e->key);
+		sampler_each_pid(r->s, note_pid_if_gone, &dead);
+		hmap_for_each(&dead, e) {
 			int pid;
 
 			memcpy(&pid, e->key, sizeof(pid));
-			if (!(kill(pid, 0) && errno == ESRCH))
-				continue;
-			if (n == cap) {
-				int *v = realloc(dead, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-
-				if (!v)
-					break;
-				dead = v;
-			}
-			dead[n++] = pid;
+			on_exit_event(r, pid);
+			sampler_forget(r->s, (uint32_t)pid);
 		}
-		for (size_t i = 0; i < n; i++)
-			on_exit_event(r, dead[i]);
-		free(dead);
+		hmap_free(&dead, NULL);
 	}
 }
 
