@@ -217,6 +217,64 @@ def test_binaries_no_process_maps_are_let_go(tmp_path):
     assert {"leaf_a", "main"} <= funcs, (files, sorted(funcs)[:50])
 
 
+CODEGEN = '''import sys, time
+end = time.time() + float(sys.argv[1])
+made = 0
+print("ready", flush=True)
+while time.time() < end:
+    ns = {}
+    exec(compile(f"def made_{made}():\\n    t = time.perf_counter()\\n"
+                 f"    while time.perf_counter() - t < 0.02: pass\\n", f"gen{made}.py", "exec"),
+         {"time": time}, ns)
+    ns[f"made_{made}"]()
+    made += 1
+print(made, flush=True)
+'''
+
+
+def test_stacks_a_live_process_stopped_using_are_let_go(tmp_path):
+    """A process that lives on but makes new code all the time (templates,
+    exec, an asyncio server's fresh task names) must not make the daemon
+    keep every stack it ever had: after each interval the stacks not counted
+    for the idle time (PYPERF_IDLE_CLOSE_S, 2 s here; 5 minutes by default)
+    go, with the code objects' names only they held.  The workload makes
+    about 50 functions a second for 12 s, each sampled under its own stack:
+    the daemon keeps a few seconds' worth, and names the newest right."""
+    py = SUPPORTED[-1][0]
+    script = tmp_path / "codegen_workload.py"
+    script.write_text(CODEGEN)
+    log = tmp_path / "daemon.log"
+    d = subprocess.Popen([PYPERF, "daemon", "-F", "97", "-i", "1", "--dir", str(tmp_path / "d"),
+                          "--match", "codegen_workload", "--python-only", "--stats", "--log",
+                          str(log)], env=dict(os.environ, PYPERF_IDLE_CLOSE_S="2"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 30
+        while "profiling CPython" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < end and d.poll() is None, log.read_text()
+            time.sleep(0.1)
+        w = subprocess.Popen([py, str(script), "12"], stdout=subprocess.PIPE, text=True)
+        assert w.stdout.readline().strip() == "ready"
+        made = int(w.stdout.readline())
+        assert w.wait(timeout=30) == 0
+        time.sleep(1.5)
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.communicate(timeout=60)
+    kept = [int(k) for k in re.findall(r"(\d+) stacks and \d+ Python functions kept",
+                                       log.read_text())]
+    assert made > 300 and len(kept) >= 8, (made, kept)
+    # each function is sampled about twice (20 ms at 97 Hz): without the
+    # trim every one of them stays; with it, the last few seconds' worth
+    assert max(kept[len(kept) // 2:]) < made / 3, (made, kept)
+    files = sorted(os.listdir(tmp_path / "d"))
+    names = {f for name in files[-3:] for _, fr, _ in pprof_raw(str(tmp_path / "d" / name))
+             for f in fr if f.startswith("made_")}
+    assert names, files
+    newest = max(int(n.split("_")[1].split()[0]) for n in names)
+    assert newest > made * 0.7, (made, sorted(names))
+
+
 def test_a_process_it_cannot_profile_is_logged(tmp_path):
     """An unsupported CPython is never left out silently: the daemon's log
     (not only stderr) says which process and why."""

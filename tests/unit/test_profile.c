@@ -244,6 +244,66 @@ static void leaks_move_counts_to_heap_and_count_again(void **state)
 	profile_free(&p);
 }
 
+/* a malloc'd function of a code object at addr, as naming makes them */
+static struct func *code_func(const char *name)
+{
+	struct func *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->name = strdup(name);
+	f->file = strdup("/w/gen.py");
+	f->kind = FN_PYTHON;
+	return f;
+}
+
+/* A daemon trims, after each interval, the stacks of live processes not
+ * counted for `idle` intervals and the functions only they held; what is
+ * still counted stays, with its functions, and a stack dropped is known
+ * again once announced again. */
+static void idle_stacks_and_their_code_go(void **state)
+{
+	struct profile p;
+	struct stack_ref old = { .pid = 7, .gen = 1, .hash = 1 }, hot = { .pid = 7, .gen = 1, .hash = 2 };
+	struct code_ref c_old = { .addr = 0x1000, .check = 1, .gen = 1 };
+	struct code_ref c_hot = { .addr = 0x2000, .check = 2, .gen = 1 };
+	struct func *f_old = code_func("made_once"), *f_hot = code_func("hot");
+	struct pframe fr_old[2] = { { f_old, 0 }, { f_hot, 0 } }, fr_hot[1] = { { f_hot, 0 } };
+	size_t stacks, code;
+
+	(void)state;
+	profile_init(&p);
+	assert_int_equal(profile_keep_func(&p, 7, f_old, &c_old), 0);
+	assert_int_equal(profile_keep_func(&p, 7, f_hot, &c_hot), 0);
+	assert_int_equal(profile_insert_stack(&p, &old, 0, fr_old, 2, NULL, 0, NULL, 0), 0);
+	assert_int_equal(profile_insert_stack(&p, &hot, 0, fr_hot, 1, NULL, 0, NULL, 0), 0);
+	profile_add_count(&p, &old, 7, 1, NULL, 0);
+	profile_add_count(&p, &hot, 7, 1, NULL, 0);
+	assert_int_equal(profile_trim(&p, 1), 0); /* samples point at stacks: not now */
+	for (int i = 0; i < 2; i++) { /* intervals 1 and 2: only `hot` runs */
+		profile_reset_counts(&p);
+		assert_int_equal(profile_trim(&p, 2), 0);
+		profile_add_count(&p, &hot, 7, 1, NULL, 0);
+	}
+	profile_reset_counts(&p);
+	assert_int_equal(profile_trim(&p, 2), 1); /* interval 3: `old` idle for 3 */
+	assert_null(profile_find_stack(&p, &old));
+	assert_non_null(profile_find_stack(&p, &hot));
+	assert_null(profile_code(&p, 7, &c_old)); /* held by `old` only: gone */
+	assert_ptr_equal(profile_code(&p, 7, &c_hot), f_hot);
+	assert_string_equal(f_hot->name, "hot");
+	profile_kept(&p, &stacks, &code);
+	assert_int_equal(stacks, 1);
+	assert_int_equal(code, 1);
+	/* announced again: named anew, counted */
+	f_old = code_func("made_once");
+	fr_old[0].fn = f_old;
+	assert_int_equal(profile_keep_func(&p, 7, f_old, &c_old), 0);
+	assert_int_equal(profile_insert_stack(&p, &old, 0, fr_old, 2, NULL, 0, NULL, 0), 0);
+	profile_add_count(&p, &old, 7, 5, NULL, 0);
+	assert_int_equal(p.total, 5);
+	profile_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +313,7 @@ int main(void)
 		cmocka_unit_test(code_cache_is_per_image_and_check),
 		cmocka_unit_test(offcpu_stacks_keep_their_kernel_frames),
 		cmocka_unit_test(leaks_move_counts_to_heap_and_count_again),
+		cmocka_unit_test(idle_stacks_and_their_code_go),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,6 +36,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,11 @@ struct daemon {
 	uint64_t prev_sent_bytes, prev_dropped;
 	uint64_t intervals;
 	struct session_kept kept;    /* native names, as the last prune left them */
+	double stack_idle_s;         /* a live process's stack not counted this long is
+				      * let go (PYPERF_IDLE_CLOSE_S, else STACK_IDLE_S) */
 };
+
+#define STACK_IDLE_S 300.0
 
 static bool want(void *ctx, int pid, uint32_t gen)
 {
@@ -159,9 +164,11 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 {
 	struct spool_stats ss = { 0 };
 	double cpu = clock_cpu_s(NULL);
+	size_t stacks, code;
 	uint64_t lost = st[STAT_MAP_FULL] - d->prev_stats[STAT_MAP_FULL] +
 			st[STAT_RINGBUF_FULL] - d->prev_stats[STAT_RINGBUF_FULL] + prof->unattributed;
 
+	profile_kept(prof, &stacks, &code);
 	for (size_t i = 0; i < d->nsinks; i++) /* the spools' figures, summed */
 		if (d->sinks[i]->ops->stats)
 			d->sinks[i]->ops->stats(d->sinks[i], &ss);
@@ -171,7 +178,7 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	     "samples, %zu profile bytes written, %llu bytes sent (%llu in all), %llu spooled "
 	     "(%llu bytes), %llu profiles dropped, %llu corrupt spool files, own CPU %.3f %%, "
 	     "RSS %.1f MB, names of %llu binaries (%llu open, %llu freed so far), %llu "
-	     "functions",
+	     "functions, %zu stacks and %zu Python functions kept",
 	     secs, (unsigned long long)prof->total, mode_desc(d->cfg.mode)->quantity == MQ_SAMPLES ? "samples" : mode_is_bytes(d->cfg.mode) ? "bytes" : "ns", nprocs, (unsigned long long)lost, (size_t)bytes,
 	     (unsigned long long)(ss.sent_bytes - d->prev_sent_bytes),
 	     (unsigned long long)ss.sent_bytes, (unsigned long long)ss.pending,
@@ -179,7 +186,7 @@ static void log_stats(struct daemon *d, const struct profile *prof, size_t nproc
 	     (unsigned long long)ss.corrupt, secs >= 0.5 ? 100.0 * (cpu - d->prev_cpu) / secs : 0.0,
 	     rss_kb() / 1024.0, (unsigned long long)d->kept.binaries,
 	     (unsigned long long)d->kept.open, (unsigned long long)d->kept.swept_binaries,
-	     (unsigned long long)d->kept.functions);
+	     (unsigned long long)d->kept.functions, stacks, code);
 	d->prev_sent_bytes = ss.sent_bytes;
 	d->prev_cpu = cpu;
 }
@@ -302,6 +309,8 @@ static void end_interval(struct daemon *d, struct profile *prof, const uint64_t 
 	memcpy(d->prev_stats, st, sizeof(d->prev_stats));
 	forget_gone(d, prof); /* before the reset: it needs this interval's counts */
 	profile_reset_counts(prof);
+	/* and of the processes that live on, the stacks they stopped using */
+	profile_trim(prof, (uint32_t)ceil(d->stack_idle_s / d->cfg.interval));
 	d->interval_start = elapsed;
 	d->interval_unix_ns = iv.end_ns;
 	d->intervals++;
@@ -452,6 +461,7 @@ int daemon_run(const char *config_path, const struct daemon_setting *args, int n
 	o.offcpu_slots = env.offcpu_slots;
 	o.no_stack_scan = env.no_stack_scan;
 	o.idle_close_s = env.idle_close_s;
+	d.stack_idle_s = env.idle_close_s ? env.idle_close_s : STACK_IDLE_S;
 	o.debuginfo_path = env.debuginfo_path;
 	o.vmlinux_btf = env.vmlinux_btf;
 	dlog(DLOG_INFO, "profiling CPython processes (%s mode) at %d Hz, one profile per process "

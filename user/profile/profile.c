@@ -248,6 +248,7 @@ int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_
 	st->nident = 0;
 	st->kernel = NULL;
 	st->nkernel = 0;
+	st->used = p->interval;
 	memcpy(st->frames, frames, n * sizeof(st->frames[0]));
 	own(pp, st);
 	if (nk) {
@@ -370,6 +371,7 @@ static struct psample *sample_of(struct profile *p, const struct stack_ref *ref,
 
 	if (!st)
 		return NULL;
+	st->used = p->interval;
 	if (!nk && st->nkernel) {
 		kips = st->kernel;
 		nk = st->nkernel;
@@ -490,6 +492,98 @@ void profile_reset_counts(struct profile *p)
 	hmap_for_each(&p->procs, s)
 		((struct pproc *)s->val)->samples = 0;
 	p->total = p->unattributed = p->unresolved_frames = 0;
+	p->interval++;
+}
+
+/* ptr into the set *s (NULL: nothing); false when out of memory */
+static bool hold(struct hmap *s, const void *ptr)
+{
+	return !ptr || hmap_get(s, &ptr, sizeof(ptr)) || !hmap_put(s, &ptr, sizeof(ptr), (void *)ptr);
+}
+
+/* pp without its stacks idle for more than `idle` intervals and what only
+ * they held; the stacks freed, 0 when out of memory (nothing changed) */
+static size_t trim_proc(struct profile *p, struct pproc *pp, uint32_t idle)
+{
+	struct hmap mine = { 0 }, keep = { 0 }, stacks = { 0 }, code = { 0 };
+	size_t k = 0, freed = 0, stale = 0;
+	bool ok = true;
+
+	hmap_for_each(&pp->stacks, e)
+		stale += p->interval - ((const struct pstack *)e->val)->used > idle;
+	/* nothing idle, and nothing owned beyond what the maps hold (a stack
+	 * replaced under its key, an unreadable code object named once) */
+	if (!stale && pp->nowned <= 3 * pp->stacks.len + 4 * pp->code.len)
+		return 0;
+	for (size_t i = 0; i < pp->nowned && ok; i++)
+		ok = hold(&mine, pp->owned[i]);
+	/* what the stacks kept hold: themselves, their kernel frames and
+	 * idents, and the functions of theirs that pp owns, with their strings
+	 * and line tables */
+	hmap_for_each(&pp->stacks, e) {
+		struct pstack *st = e->val;
+
+		if (!ok || p->interval - st->used > idle)
+			continue;
+		ok = !hmap_put(&stacks, e->key, e->klen, st) && hold(&keep, st) &&
+		     hold(&keep, st->kernel) && hold(&keep, st->ident);
+		for (uint32_t j = 0; j < st->nframes && ok; j++) {
+			struct func *fn = st->frames[j].fn;
+
+			if (hmap_get(&mine, &fn, sizeof(fn)))
+				ok = hold(&keep, fn) && hold(&keep, fn->name) && hold(&keep, fn->file) &&
+				     hold(&keep, fn->lt);
+		}
+	}
+	hmap_for_each(&pp->code, e)
+		if (ok && hmap_get(&keep, &e->val, sizeof(e->val)))
+			ok = !hmap_put(&code, e->key, e->klen, e->val);
+	if (!ok) {
+		hmap_free(&mine, NULL);
+		hmap_free(&keep, NULL);
+		hmap_free(&stacks, NULL);
+		hmap_free(&code, NULL);
+		return 0;
+	}
+	for (size_t i = 0; i < pp->nowned; i++) {
+		void *x = pp->owned[i];
+
+		if (x && hmap_get(&keep, &x, sizeof(x)))
+			pp->owned[k++] = x;
+		else
+			free(x);
+	}
+	freed = pp->stacks.len - stacks.len;
+	pp->nowned = k;
+	hmap_free(&pp->stacks, NULL);
+	hmap_free(&pp->code, NULL);
+	pp->stacks = stacks;
+	pp->code = code;
+	hmap_free(&mine, NULL);
+	hmap_free(&keep, NULL);
+	return freed;
+}
+
+size_t profile_trim(struct profile *p, uint32_t idle)
+{
+	size_t freed = 0;
+
+	if (p->samples.len)
+		return 0; /* samples point at stacks: only right after a reset */
+	hmap_for_each(&p->procs, e)
+		freed += trim_proc(p, e->val, idle);
+	return freed;
+}
+
+void profile_kept(const struct profile *p, size_t *stacks, size_t *code)
+{
+	*stacks = *code = 0;
+	hmap_for_each(&p->procs, e) {
+		const struct pproc *pp = e->val;
+
+		*stacks += pp->stacks.len;
+		*code += pp->code.len;
+	}
 }
 
 static void mark_stack(const struct pstack *st, uint32_t mark)

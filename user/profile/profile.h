@@ -58,6 +58,7 @@ struct pstack {
 	uint64_t *kernel;            /* an off-CPU stack's kernel frames, leaf first:
 				      * every count of it has these (NULL: none) */
 	uint32_t nkernel;
+	uint32_t used;               /* the profile's interval it was last counted in */
 	struct pframe frames[];      /* leaf first: Python and native frames merged */
 };
 
@@ -115,6 +116,7 @@ struct profile {
 	uint64_t total;              /* samples counted */
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
+	uint32_t interval;           /* intervals started (profile_reset_counts) */
 	struct events events;        /* --events: what the interpreters' markers told */
 	struct timeline *timeline;   /* -f timeline: samples and markers in time (NULL: not asked) */
 };
@@ -194,6 +196,15 @@ struct prefused {
 
 /* Note pid as refused (once; later calls keep the first why). */
 void profile_refuse(struct profile *p, int pid, const char *comm, const char *why);
+/* Daemon, right after profile_reset_counts: free the stacks of live
+ * processes not counted in the last `idle` intervals, and the functions of
+ * their code objects no other stack holds (a long-lived process that makes
+ * code all the time, or names asyncio tasks anew, would keep every one);
+ * a stack that recurs is announced again and named anew.  Returns the
+ * stacks freed. */
+size_t profile_trim(struct profile *p, uint32_t idle);
+/* Stacks and functions of code objects the profile keeps, in all. */
+void profile_kept(const struct profile *p, size_t *stacks, size_t *code);
 /* Free everything kept for pid (it exited).  -1 if it has samples (they
  * point at its stacks) or is unknown. */
 int profile_forget_proc(struct profile *p, int pid);
