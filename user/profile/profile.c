@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define KNAMES_KEPT 65536
+
 struct stack_id {
 	uint64_t hash;
 	uint64_t gen;
@@ -493,6 +495,12 @@ void profile_reset_counts(struct profile *p)
 		((struct pproc *)s->val)->samples = 0;
 	p->total = p->unattributed = p->unresolved_frames = 0;
 	p->interval++;
+	/* the kernel's names, kept across intervals so that each is looked
+	 * up once, now held by no kernel stack: a run that sees new kernel
+	 * addresses all the time (modules, other tools' BPF programs loaded
+	 * anew) starts them again past KNAMES_KEPT */
+	if (p->knames.len > KNAMES_KEPT)
+		hmap_free(&p->knames, free);
 }
 
 /* ptr into the set *s (NULL: nothing); false when out of memory */
