@@ -294,6 +294,14 @@ static void idle_stacks_and_their_code_go(void **state)
 	profile_kept(&p, &stacks, &code);
 	assert_int_equal(stacks, 1);
 	assert_int_equal(code, 1);
+	/* a stack announced again (it recurs after a drain) is about to be
+	 * counted: a trim before its counts come keeps it */
+	for (int i = 0; i < 3; i++)
+		profile_reset_counts(&p);
+	assert_int_equal(profile_insert_stack(&p, &hot, 0, fr_hot, 1, NULL, 0, NULL, 0), 0);
+	profile_reset_counts(&p);
+	assert_int_equal(profile_trim(&p, 2), 0);
+	assert_non_null(profile_find_stack(&p, &hot));
 	/* announced again: named anew, counted */
 	f_old = code_func("made_once");
 	fr_old[0].fn = f_old;

@@ -237,8 +237,12 @@ int profile_insert_stack(struct profile *p, const struct stack_ref *ref, uint32_
 	if (!pp)
 		return -1;
 	old = hmap_get(&pp->stacks, &id, sizeof(id));
-	if (old && (!ident || same_ident(old, flags, ident, nident)))
-		return 0; /* announced again after a drain: already known */
+	if (old && (!ident || same_ident(old, flags, ident, nident))) {
+		/* announced again after a drain: already known, and about to be
+		 * counted (profile_trim keeps it) */
+		old->used = p->interval;
+		return 0;
+	}
 	st = malloc(sizeof(*st) + n * sizeof(st->frames[0]));
 	if (!st)
 		return -1;
