@@ -1,9 +1,10 @@
 /* daemon.c - `pyperf-bpf daemon`: its options, then the run (user/daemon/:
  * daemon_loop.c and its sinks).  The options, their config keys and their
- * --help lines all come from daemon_config.c's one table. */
+ * --help lines all come from the one option table (options.c). */
 #include "daemon.h"
 #include "daemon_config.h"
 #include "daemon_loop.h"
+#include "options.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -18,31 +19,11 @@ struct daemon_args {
 	int nargs;
 };
 
-/* "  -F, --frequency HZ       help", continuation lines under the help */
-static void usage_line(char short_name, const char *name, const char *arg, const char *help)
-{
-	char head[64];
-	const char *h = help;
-
-	snprintf(head, sizeof(head), "  %c%c%s--%s%s%s", short_name ? '-' : ' ',
-		 short_name ? short_name : ' ', short_name ? ", " : "  ", name, arg ? " " : "",
-		 arg ? arg : "");
-	printf("%-26s", head);
-	if (strlen(head) >= 26)
-		printf(" ");
-	while (*h) {
-		size_t n = strcspn(h, "\n");
-
-		printf(" %.*s\n", (int)n, h);
-		h += n;
-		if (*h)
-			printf("%26s", "");
-		h += *h == '\n';
-	}
-}
-
 static void usage(void)
 {
+	struct daemon_cfg defaults;
+
+	daemon_cfg_defaults(&defaults);
 	printf("usage: pyperf-bpf daemon [--config FILE] [options]\n"
 	       "\n"
 	       "Profile every CPython process on the host continuously, at a low rate, and\n"
@@ -51,35 +32,30 @@ static void usage(void)
 	       "receiver.  SIGTERM/SIGINT write the current interval and exit; SIGHUP\n"
 	       "reopens the log and reloads the configuration.\n"
 	       "\n");
-	usage_line('c', "config", "FILE", "settings as `key = value` lines (keys: the long\n"
-		   "options below); the command line wins");
-	for (const struct daemon_option *o = daemon_options; o->name; o++)
-		usage_line(o->short_name, o->name, o->arg, o->help);
+	opt_usage_line('c', "config", NULL, "FILE", "settings as `key = value` lines (keys: the "
+		       "long\noptions below); the command line wins", "", 0);
+	opt_usage(OPT_DAEMON, &defaults);
+	opt_usage_line('h', "help", NULL, NULL, "this help", "", 0);
 }
 
 static int parse_args(struct daemon_args *d, int argc, char **argv)
 {
 	static struct option opts[NOPTS];
 	static char shorts[NOPTS * 2 + 8];
-	size_t n = 0, ns = 0;
-	int c, idx;
+	size_t n = 0;
+	int c;
 
 	/* the table's options, then --config and --help */
-	ns += (size_t)snprintf(shorts, sizeof(shorts), "+c:h");
-	for (const struct daemon_option *o = daemon_options; o->name && n < NOPTS - 3; o++, n++) {
-		opts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, 0 };
-		if (o->short_name && ns + 2 < sizeof(shorts)) {
-			shorts[ns++] = o->short_name;
-			if (o->arg)
-				shorts[ns++] = ':';
-		}
-	}
+	opt_getopt_table(OPT_DAEMON, opts, NOPTS - 2, shorts, sizeof(shorts) - 4);
+	while (opts[n].name)
+		n++;
+	strcat(shorts, "c:h");
 	opts[n++] = (struct option){ "config", required_argument, NULL, 'c' };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ NULL, 0, NULL, 0 };
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, shorts, opts, &idx)) != -1) {
-		const char *key = NULL;
+	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		const struct opt_row *o;
 
 		if (c == 'c') {
 			d->config_path = optarg;
@@ -89,12 +65,7 @@ static int parse_args(struct daemon_args *d, int argc, char **argv)
 			usage();
 			exit(0);
 		}
-		if (c == 0)
-			key = opts[idx].name;
-		for (const struct daemon_option *o = daemon_options; !key && c > 0 && o->name; o++)
-			if (o->short_name == c)
-				key = o->name;
-		if (!key) {
+		if (!(o = opt_of_getopt(OPT_DAEMON, c))) {
 			fprintf(stderr, "pyperf-bpf: daemon: unknown or incomplete option '%s' (see "
 				"pyperf-bpf daemon --help)\n", argv[optind - 1]);
 			return -1;
@@ -103,7 +74,7 @@ static int parse_args(struct daemon_args *d, int argc, char **argv)
 			fprintf(stderr, "pyperf-bpf: daemon: too many options\n");
 			return -1;
 		}
-		d->args[d->nargs].key = key;
+		d->args[d->nargs].key = o->name;
 		d->args[d->nargs++].value = optarg ? optarg : "true";
 	}
 	if (optind < argc) {

@@ -5,6 +5,7 @@
  * anything that fails leaves none behind. */
 #include "record.h"
 #include "cmdline.h"
+#include "options.h"
 #include "errmsg.h"
 #include "outfile.h"
 #include "output.h"
@@ -188,9 +189,9 @@ int record_run(const struct record_opts *o)
 
 /* ---- the command line ---- */
 
-static void usage(FILE *f)
+static void usage(const struct record_opts *defaults)
 {
-	fprintf(f,
+	printf(
 		"usage: pyperf-bpf [record] [options] [-- COMMAND [ARGS...]]\n"
 		"       pyperf-bpf dump -p PID [--native]      every thread's stack, once\n"
 		"       pyperf-bpf top [-p PID] [-- COMMAND]   live view of the hot functions\n"
@@ -209,153 +210,78 @@ static void usage(FILE *f)
 		"the stack is read whole (py-spy pauses the process for that unless told\n"
 		"--nonblocking); only dump stops threads, for milliseconds.  py-spy's\n"
 		"--idle is --mode wall.\n"
-		"\n"
-		"  -p, --pid PID[,PID...]   profile these processes (repeatable)\n"
-		"  -d, --duration SECONDS   stop after this long (default: until the command\n"
-		"                           exits or Ctrl-C)\n"
-		"  -F, --frequency HZ       samples per second per CPU (default 99, 1 to %d)\n"
-		"      --mode MODE          cpu: time on a CPU (default); offcpu: time off it\n"
-		"                           (sleeping, blocked, waiting), at the stack it\n"
-		"                           blocked in; wall: both, every thread's wall time\n"
-		"                           (counts in ns; folded in microseconds); faults:\n"
-		"                           anonymous memory faulted in (RSS growth), at the\n"
-		"                           stack that touched it (counts in bytes); alloc:\n"
-		"                           bytes allocated with malloc & co., sampled\n"
-		"      --interval BYTES     faults: walk about one fault per BYTES faulted in\n"
-		"                           (default 256K; 4K: every fault); alloc: sample\n"
-		"                           one allocated byte in BYTES (default 512K)\n"
-		"      --gil                only samples of threads holding the GIL\n"
-		"      --async              asyncio (CPython 3.12+): a task's frames under\n"
-		"                           <task NAME> frames of it and the tasks awaiting it\n"
-		"      --events LIST        gc, import (comma-separated): time every collection\n"
-		"                           and import with the interpreter's USDT markers\n"
-		"                           (builds with --with-dtrace); the report adds GC\n"
-		"                           pauses by generation and the slowest imports;\n"
-		"                           none: not even with a timeline\n"
-		"  -o, --output FILE        write the profile to FILE (default: stdout);\n"
-		"                           repeat to write several formats of one recording\n"
-		"  -f, --format FORMAT      report (hotspots), folded (flame graph input), svg\n"
-		"                           (flame graph), pprof (gzipped profile.proto),\n"
-		"                           speedscope, otlp (OpenTelemetry profiles) or\n"
-		"                           timeline (Chrome trace-event JSON: each sample in\n"
-		"                           time, GC pauses, imports and off-CPU blocks as\n"
-		"                           events; for Perfetto, chrome://tracing, the\n"
-		"                           Firefox Profiler, speedscope; turns on --events\n"
-		"                           gc,import); default from -o's extension (.txt,\n"
-		"                           .folded, .svg, .pb.gz, .pprof, .speedscope.json,\n"
-		"                           .otlp, .trace.json, .json.gz), else report\n"
-		"      --timeline-minutes N  timeline: write the newest N minutes (default 10;\n"
-		"                           at most %u samples are kept in all)\n"
-		"      --icicle             svg: root at the top, stacks growing down\n"
-		"      --threads            start each stack with a frame naming its thread\n"
-		"      --containers         group by container: a root frame per container\n"
-		"                           (\"container ENGINE ID\" or \"host\"), and in the\n"
-		"                           report each container's share and processes\n"
-		"      --subprocesses       with -p: the processes under each running\n"
-		"                           already, too (those a profiled process starts\n"
-		"                           are always followed)\n"
-		"      --no-lines, --function  one frame per function instead of per line\n"
-		"      --no-kernel          leave out kernel frames (leaf end, NAME_[k])\n"
-		"      --python-only        Python frames only (no native or kernel frames)\n"
-		"      --top N              rows in each report table (default 20)\n"
-		"      --startup-frames     report: list the native frames that only call\n"
-		"                           into the outermost Python frame (_start ...\n"
-		"                           PyEval_EvalCode, a thread's start) in the tables\n"
-		"                           too (flame graphs and other formats keep them)\n"
-		"      --allow-empty        exit 0 when nothing was sampled (else 1, with\n"
-		"                           a line on stderr; the output is written either way)\n"
-		"      --stats-json FILE    write run statistics (for benchmarks)\n"
-		"      --unwind-mb N        memory the native unwind tables may take (default %d;\n"
-		"                           beyond it the least recently used are evicted)\n"
-		"  -q, --quiet              no status line (elapsed time, samples, processes\n"
-		"                           and threads seen, samples lost, unwind tables\n"
-		"                           pending: on stderr, when it is a terminal)\n"
-		"  -v, --verbose            say what is happening\n"
-		"  -h, --help               this help\n",
-		CMDLINE_MAX_FREQ, TIMELINE_CAP_DEFAULT, PYPERF_UNWIND_MB);
+		"\n");
+	opt_usage(OPT_RECORD, defaults);
 }
 
-enum { OPT_THREADS = 256, OPT_NO_LINES, OPT_TOP, OPT_STATS_JSON, OPT_NO_KERNEL, OPT_PY_ONLY,
-       OPT_ICICLE, OPT_UNWIND_MB, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_MIN_AGE,
-       OPT_SUBPROCESSES, OPT_CONTAINERS, OPT_EVENTS, OPT_ALLOW_EMPTY,
-       OPT_STARTUP_FRAMES, OPT_TIMELINE_MINUTES };
-
-static const struct option long_opts[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "frequency", required_argument, NULL, 'F' },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "gil", no_argument, NULL, OPT_GIL },
-	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
-	{ "async", no_argument, NULL, OPT_ASYNC },
-	{ "events", required_argument, NULL, OPT_EVENTS },
-	{ "timeline-minutes", required_argument, NULL, OPT_TIMELINE_MINUTES },
-	{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
-	{ "startup-frames", no_argument, NULL, OPT_STARTUP_FRAMES },
-	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* py-spy's; always so here */
-	{ "output", required_argument, NULL, 'o' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "threads", no_argument, NULL, OPT_THREADS },
-	{ "containers", no_argument, NULL, OPT_CONTAINERS },
-	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
-	{ "function", no_argument, NULL, OPT_NO_LINES }, /* py-spy's name for it */
-	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-	{ "python-only", no_argument, NULL, OPT_PY_ONLY },
-	{ "top", required_argument, NULL, OPT_TOP },
-	{ "icicle", no_argument, NULL, OPT_ICICLE },
-	{ "stats-json", required_argument, NULL, OPT_STATS_JSON },
-	{ "unwind-mb", required_argument, NULL, OPT_UNWIND_MB },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-int record_parse(int argc, char **argv, struct record_opts *o)
+/* arg (--NAME or --NAME=VALUE) is an option of another command than cmd:
+ * its row, else NULL */
+static const struct opt_row *other_commands_option(unsigned cmd, const char *arg)
 {
+	char name[64];
+
+	if (strncmp(arg, "--", 2))
+		return NULL;
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+	return opt_find(OPT_COMMANDS & ~cmd, name);
+}
+
+/* The options of record (cmd OPT_RECORD), leaks (OPT_LEAKS) or top
+ * (OPT_TOP), from the one table (options.c); the table's own checks, and
+ * here the options that need code. */
+int record_parse_as(unsigned cmd, int argc, char **argv, struct record_opts *o,
+		    void (*help)(const struct record_opts *defaults))
+{
+	const char *name = cmd == OPT_TOP ? "top " : cmd == OPT_LEAKS ? "leaks " : "";
+	static struct option opts[128];
+	static char shorts[64];
+	const struct record_opts defaults = *o;
 	const char *format = NULL;
 	bool events_given = false;
 	double minutes = 10;
-	long v;
-	int c;
+	int c, rc;
 
+	opt_getopt_table(cmd, opts, sizeof(opts) / sizeof(opts[0]), shorts, sizeof(shorts));
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:F:o:f:vqh", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
+	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		const struct opt_row *r = c == '?' ? NULL : opt_of_getopt(cmd, c);
+
+		if (!r) {
+			if (optopt && strchr(shorts, optopt))
+				fprintf(stderr, "pyperf-bpf: %soption -%c: needs a value (see "
+					"pyperf-bpf %s--help)\n", name, optopt, name);
+			else if (optopt)
+				fprintf(stderr, "pyperf-bpf: %soption -%c: unknown option (see "
+					"pyperf-bpf %s--help)\n", name, optopt, name);
+			else if ((r = other_commands_option(cmd, argv[optind - 1])))
+				fprintf(stderr, "pyperf-bpf: %s--%s goes with `pyperf-bpf %s`\n", name,
+					r->name, opt_command_name(r->cmds));
+			else
+				fprintf(stderr, "pyperf-bpf: %sunknown or incomplete option '%s' (see "
+					"pyperf-bpf %s--help)\n", name, argv[optind - 1], name);
+			return 2;
+		}
+		if (r->kind != OK_CODE) {
+			if ((rc = opt_command_set(r, o, optarg, name)))
+				return rc;
+			continue;
+		}
+		switch (r->id) {
+		case OID_PID:
 			if (cmdline_pids(optarg, &o->s))
-				return cmdline_fail("-p: not a process id: '%s'", optarg);
+				return cmdline_fail(cmd == OPT_TOP ? "top -p: not a process id: '%s'"
+								   : "-p: not a process id: '%s'", optarg);
 			break;
-		case 'd':
-			if (cmdline_duration("", optarg, &o->s.duration))
+		case OID_DURATION:
+			if (cmdline_duration(name, optarg, &o->s.duration))
 				return 2;
 			break;
-		case 'F':
-			if (cmdline_freq("", optarg, &o->s.freq))
-				return 2;
-			break;
-		case OPT_GIL:
-			o->s.gil_only = true;
-			break;
-		case OPT_ASYNC:
-			o->s.async_stacks = true;
-			break;
-		case OPT_SUBPROCESSES:
-			o->s.subprocesses = true;
-			break;
-		case OPT_ALLOW_EMPTY:
-			o->allow_empty = true;
-			break;
-		case OPT_STARTUP_FRAMES:
-			o->startup_frames = true;
-			break;
-		case OPT_EVENTS:
+		case OID_EVENTS:
 			if (cmdline_events(optarg, &o->s.events))
 				return 2;
 			events_given = true;
 			break;
-		case OPT_TIMELINE_MINUTES: {
+		case OID_TIMELINE_MINUTES: {
 			char *end;
 
 			errno = 0;
@@ -365,94 +291,30 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 						  "not '%s'", optarg);
 			break;
 		}
-		case OPT_MODE:
-			if (cmdline_mode("", optarg, &o->s.mode))
-				return 2;
-			break;
-		case OPT_INTERVAL:
-			if (cmdline_interval("", optarg, &o->s.interval))
-				return 2;
-			break;
-		case OPT_MIN_AGE:
-			if (!o->s.leaks)
-				return cmdline_fail("--min-age goes with `pyperf-bpf leaks`%s", "");
-			{
-				char *end;
-
-				errno = 0;
-				o->s.min_age = strtod(optarg, &end);
-				if (errno || end == optarg || *end || !(o->s.min_age >= 0) ||
-				    o->s.min_age > 1e8)
-					return cmdline_fail("leaks --min-age: not a number of seconds: "
-							  "'%s'", optarg);
-			}
-			break;
-		case 'o':
+		case OID_OUTPUT:
 			if (!*optarg)
 				return cmdline_fail("-o: empty file name%s", "");
 			if (o->noutputs == RECORD_MAX_OUTPUTS)
 				return cmdline_fail("-o: at most 8 output files, not more ('%s')", optarg);
 			o->outputs[o->noutputs++].path = optarg;
 			break;
-		case 'f':
+		case OID_FORMAT:
 			format = optarg;
 			break;
-		case OPT_THREADS:
-			o->threads = true;
-			break;
-		case OPT_CONTAINERS:
-			o->containers = true;
-			break;
-		case OPT_NO_LINES:
-			o->no_lines = true;
-			break;
-		case OPT_NO_KERNEL:
-			o->s.no_kernel = true;
-			break;
-		case OPT_PY_ONLY:
-			o->s.no_kernel = o->s.no_native = true;
-			break;
-		case OPT_ICICLE:
-			o->icicle = true;
-			break;
-		case OPT_TOP:
-			if (!cmdline_long(optarg, 1, 1000000, &v))
-				return cmdline_fail("--top: not a positive number: '%s'", optarg);
-			o->top = (size_t)v;
-			break;
-		case OPT_STATS_JSON:
-			o->s.stats_json = optarg;
-			break;
-		case OPT_UNWIND_MB:
-			if (!cmdline_long(optarg, 1, 1 << 20, &v))
-				return cmdline_fail("--unwind-mb: not a number from 1 to 1048576: '%s'",
-						  optarg);
-			o->s.unwind_bytes = (uint64_t)v << 20;
-			break;
-		case 'v':
-			o->s.verbose = true;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
+		case OID_HELP:
+			help(&defaults);
 			exit(0);
-		case '?':
-		default:
-			if (optopt)
-				fprintf(stderr, "pyperf-bpf: option -%c: %s (see pyperf-bpf --help)\n",
-					optopt, strchr("pdFof", optopt) ? "needs a value" : "unknown option");
-			else
-				fprintf(stderr, "pyperf-bpf: unknown or incomplete option '%s' (see "
-					"pyperf-bpf --help)\n", argv[optind - 1]);
-			return 2;
 		}
 	}
 	if (optind < argc)
 		o->s.cmd = &argv[optind];
 	if (o->s.cmd && o->s.npids)
-		return cmdline_fail("give either -p or a command, not both%s", "");
+		return cmdline_fail(cmd == OPT_TOP ? "top: give either -p or a command, not both%s"
+						   : "give either -p or a command, not both%s", "");
+	if (o->python_only)
+		o->s.no_kernel = o->s.no_native = true;
+	if (cmd == OPT_TOP)
+		return 0; /* no files */
 	if (!o->noutputs)
 		o->noutputs = 1; /* stdout */
 	if (format && o->noutputs > 1)
@@ -488,9 +350,15 @@ int record_parse(int argc, char **argv, struct record_opts *o)
 	return 0;
 }
 
+int record_parse(int argc, char **argv, struct record_opts *o)
+{
+	return record_parse_as(OPT_RECORD, argc, argv, o, usage);
+}
+
 int record_main(int argc, char **argv)
 {
-	struct record_opts o = { .s = { .freq = 99 }, .top = 20 };
+	struct record_opts o = { .s = { .freq = 99, .unwind_bytes = (uint64_t)PYPERF_UNWIND_MB << 20 },
+				 .top = 20 };
 	int rc;
 
 	rc = record_parse(argc, argv, &o);

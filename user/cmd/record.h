@@ -23,6 +23,7 @@ struct record_opts {
 	bool allow_empty;            /* --allow-empty: no sample is no error */
 	bool quiet;                  /* -q: no status line */
 	bool startup_frames;         /* --startup-frames: the report's tables keep them */
+	bool python_only;            /* --python-only: no native nor kernel frames */
 	size_t top;                  /* rows per report table (and top's view) */
 };
 
@@ -32,6 +33,11 @@ int record_main(int argc, char **argv);
 /* Parse record's options (argv[0] is the command's name) into o, which holds
  * the caller's defaults; 0, or 2 after a one-line message. */
 int record_parse(int argc, char **argv, struct record_opts *o);
+/* The same for command cmd (OPT_RECORD, OPT_TOP, OPT_LEAKS: options.h),
+ * whose --help is help's prose and the table's lines (o as given holds the
+ * defaults it shows); top has no output files. */
+int record_parse_as(unsigned cmd, int argc, char **argv, struct record_opts *o,
+		    void (*help)(const struct record_opts *defaults));
 /* Run a recording; returns the process exit status. */
 int record_run(const struct record_opts *o);
 /* `pyperf-bpf leaks`: a recording in alloc mode whose profile is the

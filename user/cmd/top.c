@@ -14,6 +14,7 @@
  * text. */
 #include "top.h"
 #include "cmdline.h"
+#include "options.h"
 #include "fncount.h"
 #include "output.h"
 #include "profile.h"
@@ -232,97 +233,23 @@ int top_run(struct record_opts *o)
 
 /* ---- the command line ---- */
 
-enum { OPT_ROWS = 256, OPT_MODE, OPT_GIL, OPT_ASYNC, OPT_INTERVAL, OPT_SUBPROCESSES };
+static void usage(const struct record_opts *defaults)
+{
+	printf("usage: pyperf-bpf top [-p PID[,PID...]] [options] [-- COMMAND [ARGS...]]\n\n"
+	       "A live view of the functions that use the CPU (or, with --mode, the\n"
+	       "time off it too), refreshed every second:\n"
+	       "own (leaf) and total shares over the last second, and times overall.\n"
+	       "Without -p or a command, every CPython process.  q or Ctrl-C quits.\n\n");
+	opt_usage(OPT_TOP, defaults);
+}
 
 int top_main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "gil", no_argument, NULL, OPT_GIL },
-		{ "interval", required_argument, NULL, OPT_INTERVAL },
-		{ "async", no_argument, NULL, OPT_ASYNC },
-		{ "native", no_argument, NULL, 'n' },
-		{ "rows", required_argument, NULL, OPT_ROWS },
-		{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES }, /* always so */
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct record_opts o = { .s = { .freq = 99, .no_native = true, .no_kernel = true }, .top = 100 };
-	int c, rc;
-	long v;
+	int rc;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:F:nh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (cmdline_pids(optarg, &o.s))
-				return cmdline_fail("top -p: not a process id: '%s'", optarg);
-			break;
-		case 'd':
-			if (cmdline_duration("top ", optarg, &o.s.duration))
-				return 2;
-			break;
-		case 'F':
-			if (cmdline_freq("top ", optarg, &o.s.freq))
-				return 2;
-			break;
-		case OPT_MODE:
-			if (cmdline_mode("top ", optarg, &o.s.mode))
-				return 2;
-			break;
-		case OPT_GIL:
-			o.s.gil_only = true;
-			break;
-		case OPT_INTERVAL:
-			if (cmdline_interval("top ", optarg, &o.s.interval))
-				return 2;
-			break;
-		case OPT_ASYNC:
-			o.s.async_stacks = true;
-			break;
-		case OPT_SUBPROCESSES:
-			o.s.subprocesses = true;
-			break;
-		case 'n':
-			o.s.no_native = false;
-			break;
-		case OPT_ROWS:
-			if (!cmdline_long(optarg, 1, 100000, &v))
-				return cmdline_fail("top --rows: not a positive number: '%s'", optarg);
-			o.top = (size_t)v;
-			break;
-		case 'h':
-			printf("usage: pyperf-bpf top [-p PID[,PID...]] [options] [-- COMMAND [ARGS...]]\n\n"
-			       "A live view of the functions that use the CPU (or, with --mode, the\n"
-			       "time off it too), refreshed every second:\n"
-			       "own (leaf) and total shares over the last second, and times overall.\n"
-			       "Without -p or a command, every CPython process.  q or Ctrl-C quits.\n\n"
-			       "  -p, --pid PID[,PID...]   these processes\n"
-			       "  -d, --duration SECONDS   stop after this long\n"
-			       "  -F, --frequency HZ       samples per second per CPU (default 99)\n"
-			       "      --mode MODE          cpu (default), wall, offcpu, faults or alloc:\n"
-			       "                           see pyperf-bpf --help\n"
-			       "      --interval BYTES     faults: one walked fault per BYTES (256K);\n"
-			       "                           alloc: one sampled byte per BYTES (512K)\n"
-			       "      --gil                only threads holding the GIL\n"
-			       "      --async              asyncio tasks: a task's frames under <task NAME>\n"
-			       "                           frames of it and the tasks awaiting it\n"
-			       "  -n, --native             native functions too\n"
-			       "      --rows N             rows at most (default: what fits)\n"
-			       "      --subprocesses       with -p: the processes under it too (new\n"
-			       "                           children are always followed)\n");
-			return 0;
-		default:
-			return cmdline_fail("top: unknown or incomplete option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		o.s.cmd = &argv[optind];
-	if (o.s.cmd && o.s.npids)
-		return cmdline_fail("top: give either -p or a command, not both%s", "");
+	if ((rc = record_parse_as(OPT_TOP, argc, argv, &o, usage)))
+		return rc;
 	if ((rc = cmdline_env(&o.s)))
 		return rc;
 	rc = top_run(&o);

@@ -42,32 +42,13 @@ struct daemon_setting {
 	const char *key, *value;
 };
 
-/* What a setting holds, for the table below. */
-enum daemon_option_kind {
-	DOPT_STR,                     /* a string (char array) */
-	DOPT_URL,                     /* an http:// or https:// URL, or "" */
-	DOPT_LONG,                    /* a whole number in [min, max] (int or long) */
-	DOPT_SECONDS,                 /* a number of seconds in [min, max] (double) */
-	DOPT_SIZE,                    /* a byte size, 64K or 1G, in [min, max] (uint64_t) */
-	DOPT_BOOL,                    /* a flag: true/false, yes/no, 1/0 */
-	DOPT_MODE,                    /* a sampling mode (enum pyperf_mode) */
-};
+/* The settings themselves (names, kinds, bounds, where each is kept, help)
+ * are the rows of the one option table that OPT_DAEMON marks
+ * (user/cmd/options.c): the command line, the config file and --help read
+ * them there. */
 
-/* One setting of the daemon: its long option and config key, its short
- * option (0: none), what it holds, where in struct daemon_cfg, its bounds,
- * and its --help line (arg NULL: a flag).  The one table the command line,
- * the config file and --help read. */
-struct daemon_option {
-	const char *name;
-	char short_name;
-	enum daemon_option_kind kind;
-	size_t off, size;
-	uint64_t min, max;
-	const char *arg, *help;
-};
-
-/* every setting, ended by an entry whose name is NULL */
-extern const struct daemon_option daemon_options[];
+/* The defaults, into *c. */
+void daemon_cfg_defaults(struct daemon_cfg *c);
 
 /* Fill *c from the defaults, the file at config_path (NULL: none) and args
  * in order; 0, or -1 with a one-line message (naming the file and line, or
