@@ -1,8 +1,6 @@
 /* cmdline.c - what the commands' option parsers share (see cmdline.h). */
 #include "cmdline.h"
 #include "env.h"
-#include "mode.h"
-#include "size.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -107,13 +105,6 @@ int cmdline_duration(const char *cmd, const char *arg, double *out)
 	return 0;
 }
 
-int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out)
-{
-	if (mode_parse(arg, out))
-		return fail_cmd(cmd, "--mode: " MODE_NAMES ", not ", arg);
-	return 0;
-}
-
 int cmdline_events(const char *arg, unsigned *out)
 {
 	char word[32];
@@ -144,24 +135,3 @@ int cmdline_events(const char *arg, unsigned *out)
 	return 0;
 }
 
-int cmdline_interval(const char *cmd, const char *arg, uint64_t *out)
-{
-	uint64_t v;
-
-	if (!size_parse(arg, &v) || v < 4096 || v > (1ull << 32))
-		return fail_cmd(cmd, "--interval: bytes from 4096 to 4G (a K, M or G suffix "
-				"multiplies by 1024, 1048576 or 2^30), not ", arg);
-	*out = v;
-	return 0;
-}
-
-int cmdline_freq(const char *cmd, const char *arg, int *out)
-{
-	long v;
-
-	if (!cmdline_long(arg, 1, CMDLINE_MAX_FREQ, &v))
-		return fail_cmd(cmd, "-F: the frequency must be a whole number of Hz from 1 to 10000, "
-				"not ", arg);
-	*out = (int)v;
-	return 0;
-}

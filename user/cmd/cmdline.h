@@ -1,7 +1,7 @@
 /* cmdline.h - what the commands' option parsers share: the one-line usage
  * error (exit status 2), numbers, process ids, and the PYPERF_* environment
- * (env.c) applied to a session's options.  Each command (record.c, top.c,
- * dump.c, daemon.c) parses its own options with these. */
+ * (env.c) applied to a session's options: what the option table
+ * (options.c) leaves to code. */
 #ifndef PYPERF_CMDLINE_H
 #define PYPERF_CMDLINE_H
 
@@ -9,20 +9,13 @@
 
 #include "session.h"
 
-#define CMDLINE_MAX_FREQ SESSION_MAX_FREQ
-
 /* "pyperf-bpf: " fmt (with arg) " (see pyperf-bpf --help)" on stderr; returns 2 */
 int cmdline_fail(const char *fmt, const char *arg);
 /* s is a whole number in [lo, hi] (into *out) */
 bool cmdline_long(const char *s, long lo, long hi, long *out);
-/* -d SECONDS and -F HZ, the same for every command (cmd: "top " etc. in the
+/* -d SECONDS, the same for every command (cmd: "top " etc. in the
  * message); 0, or 2 after a one-line message */
 int cmdline_duration(const char *cmd, const char *arg, double *out);
-int cmdline_freq(const char *cmd, const char *arg, int *out);
-/* --interval BYTES[K|M] (--mode faults) into *out; 2 with a message if bad */
-int cmdline_interval(const char *cmd, const char *arg, uint64_t *out);
-/* --mode cpu|wall|offcpu */
-int cmdline_mode(const char *cmd, const char *arg, enum pyperf_mode *out);
 /* --events gc,import into *out (EVENTS_* bits); 2 with a message if bad */
 int cmdline_events(const char *arg, unsigned *out);
 /* a process id, or -1 */
