@@ -105,6 +105,8 @@ struct session {
 	bool nat_on;                 /* native frames are taken (nat is set up) */
 	struct hmap pids;            /* pid -> struct pid_state * (unclassified, unsupported) */
 	struct hmap asyncs;          /* pid -> struct async_try * (--async) */
+	struct hmap gone_seen;       /* pids found gone by the last prune, not yet
+				      * forgotten (prune_pid_states) */
 	struct hmap refused;         /* whole host: why processes were refused, said once each */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
@@ -825,9 +827,10 @@ static void prune_pid_states(struct session *r)
 	 * classification was written to the procs map, or the ring buffer was
 	 * full) must not keep its binaries open nor anything else noted of
 	 * it: every table of processes is looked through for pids that are
-	 * gone, which are forgotten as at their exit */
+	 * gone, which are forgotten as at their exit; at the next prune, so
+	 * that the stacks it sent just before it went are named first */
 	{
-		struct hmap dead = { 0 };
+		struct hmap dead = { 0 }, later = { 0 };
 
 		hmap_for_each(&r->nat.procs, e)
 			note_if_gone(&dead, e->key);
@@ -840,10 +843,16 @@ static void prune_pid_states(struct session *r)
 			int pid;
 
 			memcpy(&pid, e->key, sizeof(pid));
+			if (!hmap_get(&r->gone_seen, &pid, sizeof(pid))) {
+				(void)hmap_put(&later, &pid, sizeof(pid), &later);
+				continue;
+			}
 			on_exit_event(r, pid);
 			sampler_forget(r->s, (uint32_t)pid);
 		}
 		hmap_free(&dead, NULL);
+		hmap_free(&r->gone_seen, NULL);
+		r->gone_seen = later;
 	}
 }
 
@@ -1191,6 +1200,7 @@ out:
 	free(r.nmaps);
 	hmap_free(&r.pids, free);
 	hmap_free(&r.asyncs, free);
+	hmap_free(&r.gone_seen, NULL);
 	hmap_free(&r.refused, NULL);
 	return rc;
 }
