@@ -764,18 +764,26 @@ uint32_t native_sweep_begin(struct native *n)
 	return n->sweep_mark;
 }
 
-/* Keep the entries of *m whose key starts with an owner not in `gone`; the
- * others' values are freed with free_val (may be NULL), and counted. */
-static size_t drop_owned(struct hmap *m, const struct hmap *gone, void (*free_val)(void *))
+/* Does entry e of a map of functions go: its key's owner (the key starts
+ * with it) is in `gone`, or its function in `unheld`? */
+static bool goes(const struct hmap_slot *e, const struct hmap *gone, const struct hmap *unheld)
+{
+	const void *owner;
+
+	memcpy(&owner, e->key, sizeof(owner));
+	return hmap_get(gone, &owner, sizeof(owner)) || hmap_get(unheld, &e->val, sizeof(e->val));
+}
+
+/* Keep the entries of *m that do not go; the others' values are freed with
+ * free_val (may be NULL), and counted. */
+static size_t drop_owned(struct hmap *m, const struct hmap *gone, const struct hmap *unheld,
+			 void (*free_val)(void *))
 {
 	struct hmap keep = { 0 };
 	size_t dropped = 0;
 
 	hmap_for_each(m, e) {
-		const void *owner;
-
-		memcpy(&owner, e->key, sizeof(owner));
-		if (!hmap_get(gone, &owner, sizeof(owner))) {
+		if (!goes(e, gone, unheld)) {
 			if (!hmap_put(&keep, e->key, e->klen, e->val))
 				continue;
 			/* out of memory: keep the map as it was */
@@ -784,10 +792,7 @@ static size_t drop_owned(struct hmap *m, const struct hmap *gone, void (*free_va
 		}
 	}
 	hmap_for_each(m, e) {
-		const void *owner;
-
-		memcpy(&owner, e->key, sizeof(owner));
-		if (hmap_get(gone, &owner, sizeof(owner))) {
+		if (goes(e, gone, unheld)) {
 			if (free_val)
 				free_val(e->val);
 			dropped++;
@@ -796,6 +801,25 @@ static size_t drop_owned(struct hmap *m, const struct hmap *gone, void (*free_va
 	hmap_free(m, NULL);
 	*m = keep;
 	return dropped;
+}
+
+/* the functions of m that no stack holds, of owners that stay and wait for
+ * no debug file (whose arrival renames them in place), into *unheld */
+static bool note_unheld(const struct hmap *m, const struct hmap *gone,
+			const struct hmap *fetching, uint32_t mark, struct hmap *unheld)
+{
+	hmap_for_each(m, e) {
+		const void *owner;
+
+		if (((const struct func *)e->val)->seen == mark)
+			continue;
+		memcpy(&owner, e->key, sizeof(owner));
+		if (hmap_get(gone, &owner, sizeof(owner)) || hmap_get(fetching, &owner, sizeof(owner)))
+			continue;
+		if (hmap_put(unheld, &e->val, sizeof(e->val), e->val))
+			return false;
+	}
+	return true;
 }
 
 /* the owner of each function of `m` (keys start with it) that a stack holds
@@ -814,7 +838,9 @@ static void keep_held(const struct hmap *m, struct hmap *gone, uint32_t mark)
 
 void native_sweep_end(struct native *n, uint32_t mark)
 {
-	struct hmap gone = { 0 }; /* owner -> itself: nothing of it is held */
+	struct hmap gone = { 0 };     /* owner -> itself: nothing of it is held */
+	struct hmap fetching = { 0 }; /* binaries waiting for a debug file */
+	struct hmap unheld = { 0 };   /* functions no stack holds, of owners that stay */
 	size_t funcs, cfuncs;
 
 	/* what may go: binaries let go (closed, no process mapping them, no
@@ -822,24 +848,32 @@ void native_sweep_end(struct native *n, uint32_t mark)
 	hmap_for_each(&n->bins, e) {
 		struct nbin *b = e->val;
 
-		if (!b->nprocs && b->fd < 0 && b->fetch != 1 && hmap_put(&gone, &b, sizeof(b), b))
+		if (b->fetch == 1 ? hmap_put(&fetching, &b, sizeof(b), b) != 0
+				  : !b->nprocs && b->fd < 0 && hmap_put(&gone, &b, sizeof(b), b))
 			goto out;
 	}
 	for (struct nproc *p = n->dead; p; p = p->next_dead)
 		if (hmap_put(&gone, &p, sizeof(p), p))
 			goto out;
-	/* what a stack holds stays, with every name of its owner */
+	/* what a stack holds stays, with every name of its owner if that is
+	 * let go; of an owner that stays, the names no stack holds go (named
+	 * again if a stack needs them again: without this, every function
+	 * ever named in a binary mapped for good, libc's or libpython's,
+	 * stays) */
 	keep_held(&n->funcs, &gone, mark);
 	keep_held(&n->cython_funcs, &gone, mark);
-	if (!gone.len)
+	if (!note_unheld(&n->funcs, &gone, &fetching, mark, &unheld) ||
+	    !note_unheld(&n->cython_funcs, &gone, &fetching, mark, &unheld))
+		goto out;
+	if (!gone.len && !unheld.len)
 		goto out;
 	/* the cache first (no free), then the functions, then their owners,
 	 * each step only if the one before was done (out of memory: the
 	 * owners stay, and what they had is named again when asked) */
-	if (drop_owned(&n->pcs, &gone, NULL) == SIZE_MAX ||
-	    (cfuncs = drop_owned(&n->cython_funcs, &gone, free_func)) == SIZE_MAX)
+	if (drop_owned(&n->pcs, &gone, &unheld, NULL) == SIZE_MAX ||
+	    (cfuncs = drop_owned(&n->cython_funcs, &gone, &unheld, free_func)) == SIZE_MAX)
 		goto out;
-	if ((funcs = drop_owned(&n->funcs, &gone, free_func)) == SIZE_MAX) {
+	if ((funcs = drop_owned(&n->funcs, &gone, &unheld, free_func)) == SIZE_MAX) {
 		n->st.swept_funcs += cfuncs;
 		goto out;
 	}
@@ -877,6 +911,8 @@ void native_sweep_end(struct native *n, uint32_t mark)
 	}
 out:
 	hmap_free(&gone, NULL);
+	hmap_free(&fetching, NULL);
+	hmap_free(&unheld, NULL);
 }
 
 void native_kept(const struct native *n, uint64_t *bins, uint64_t *open, uint64_t *funcs)

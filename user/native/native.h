@@ -166,8 +166,11 @@ void native_close_idle(struct native *n, uint64_t idle_ns);
  * native_sweep_begin(n); the caller sets seen = m on every func a stack
  * it keeps holds (profile_mark_funcs); native_sweep_end(n, m) frees the
  * binaries let go (native_close_idle: no process maps them) none of whose
- * functions were marked, and the JIT functions of forgotten processes when
- * none of them was.  A binary mapped again later is opened and named anew.
+ * functions were marked, the JIT functions of forgotten processes when
+ * none of them was, and of the binaries and processes that stay, the
+ * functions not marked (but those of a binary waiting for its debug file).
+ * A binary mapped again later is opened and named anew, an address named
+ * again when a stack needs it.
  * Without it a long run that forgets exited processes' stacks (the daemon)
  * keeps every name it ever made.  Only a caller that holds every stack
  * with native funcs may sweep: any other pointer to a freed func dangles. */
