@@ -23,6 +23,7 @@ def assert_clean_failure(r, tmp_path, needle, code=None):
     (["-d", "-1"], "-d"), (["-d", "0"], "-d"), (["-d", "soon"], "-d"), (["-d", "nan"], "-d"),
     (["-p", "abc"], "-p"), (["-p", "0"], "-p"), (["-p", "-3"], "-p"), (["-p", "12,"], "-p"),
     (["-f", "pdf"], "unknown format"), (["--bogus"], "unknown"), (["-d"], "needs a value"),
+    (["--frequency"], "--frequency: needs a value"), (["--min-age", "5"], "goes with"),
     (["-o", "{tmp}/out.weird"], "cannot tell the format"),
     (["-p", "1", "--", "true"], "not both"),
     (["-o", "{tmp}/a.folded", "-o", "{tmp}/a.folded"], "given twice"),

@@ -247,7 +247,11 @@ int record_parse_as(unsigned cmd, int argc, char **argv, struct record_opts *o,
 		const struct opt_row *r = c == '?' ? NULL : opt_of_getopt(cmd, c);
 
 		if (!r) {
-			if (optopt && strchr(shorts, optopt))
+			if (optopt >= OPT_INDEX_BASE)
+				fprintf(stderr, "pyperf-bpf: %soption --%s: needs a value (see "
+					"pyperf-bpf %s--help)\n", name,
+					opt_rows[optopt - OPT_INDEX_BASE].name, name);
+			else if (optopt && strchr(shorts + 1, optopt))
 				fprintf(stderr, "pyperf-bpf: %soption -%c: needs a value (see "
 					"pyperf-bpf %s--help)\n", name, optopt, name);
 			else if (optopt)
