@@ -856,9 +856,11 @@ static void prune_pid_states(struct session *r)
 	}
 }
 
-/* Free the names of binaries let go and of forgotten processes' JIT code
- * that no stack holds any more: the profile holds every stack (a daemon
- * forgets the stacks of processes gone at the end of each interval). */
+/* Free the native names no stack holds any more (native_sweep_end: of
+ * binaries let go, of forgotten processes' JIT code, and the unheld
+ * functions of binaries still mapped): the profile holds every stack (a
+ * daemon forgets the stacks of processes gone at the end of each
+ * interval). */
 static void sweep_names(struct session *r)
 {
 	uint32_t mark = native_sweep_begin(&r->nat);
