@@ -448,6 +448,17 @@ static int swept_probe(int x)
 	return x * 3 + 1;
 }
 
+/* a sweep in which stacks hold a and b (b may be NULL) */
+static void sweep_holding(struct native *n, const struct func *a, const struct func *b)
+{
+	uint32_t mark = native_sweep_begin(n);
+
+	((struct func *)a)->seen = mark;
+	if (b)
+		((struct func *)b)->seen = mark;
+	native_sweep_end(n, mark);
+}
+
 static void test_names_no_stack_holds_are_swept(void **state)
 {
 	struct native n;
@@ -481,10 +492,7 @@ static void test_names_no_stack_holds_are_swept(void **state)
 
 	/* mapped: the binaries stay, and of their functions those a stack
 	 * holds (strlen's goes) */
-	mark = native_sweep_begin(&n);
-	((struct func *)fself)->seen = mark;
-	((struct func *)fjit)->seen = mark;
-	native_sweep_end(&n, mark);
+	sweep_holding(&n, fself, fjit);
 	native_kept(&n, &bins, &open, &funcs);
 	assert_int_equal(bins, bins0);
 	assert_int_equal(funcs, funcs0 - 1);
@@ -494,10 +502,7 @@ static void test_names_no_stack_holds_are_swept(void **state)
 	/* the process is gone, its binaries still open: a stack holds its JIT
 	 * name, which stays with its process */
 	native_proc_forget(&n, getpid());
-	mark = native_sweep_begin(&n);
-	((struct func *)fself)->seen = mark;
-	((struct func *)fjit)->seen = mark;
-	native_sweep_end(&n, mark);
+	sweep_holding(&n, fself, fjit);
 	native_kept(&n, &bins, &open, &funcs);
 	assert_int_equal(bins, bins0);
 	assert_int_equal(funcs, funcs0 - 1);
@@ -509,9 +514,7 @@ static void test_names_no_stack_holds_are_swept(void **state)
 	native_close_idle(&n, 0);
 	native_kept(&n, &bins, &open, &funcs);
 	assert_true(open <= 1); /* the vDSO's memfd stays */
-	mark = native_sweep_begin(&n);
-	((struct func *)fself)->seen = mark;
-	native_sweep_end(&n, mark);
+	sweep_holding(&n, fself, NULL);
 	assert_string_equal(fself->name, name); /* still there */
 	assert_int_equal(n.st.swept_jit, 1);
 	assert_true(n.st.swept_bins >= 1);
