@@ -43,7 +43,22 @@ $(BUILD)/vmlinux.h:
 $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o
+# The same source without bpf_loop, for kernels before 5.17 (bpf/loop.bpf.h);
+# the loader opens it through the same skeleton (sampler_compat.c), so its
+# programs, maps and global variables must be the same, in the same places:
+# the two skeletons' declarations are compared here
+$(BUILD)/pyperf_compat.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -DPYPERF_NO_BPF_LOOP -c $< -o $@
+
+$(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o $(BUILD)/pyperf_compat.skel.h
+	$(BPFTOOL) gen skeleton $< name pyperf_bpf > $@.tmp
+	@sed '/elf_bytes/,$$d' $@.tmp > $@.decl; sed '/elf_bytes/,$$d' $(BUILD)/pyperf_compat.skel.h > $@.cdecl
+	@cmp -s $@.decl $@.cdecl || { echo "the compat BPF object's skeleton differs from the main one's:"; \
+		diff $@.decl $@.cdecl | head -20; rm -f $@.tmp; exit 1; }
+	@rm -f $@.decl $@.cdecl
+	mv $@.tmp $@
+
+$(BUILD)/pyperf_compat.skel.h: $(BUILD)/pyperf_compat.bpf.o
 	$(BPFTOOL) gen skeleton $< name pyperf_bpf > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: user/output/%.proto

@@ -13,10 +13,6 @@ struct {
 
 /* `leaks`: a thread's sampled allocation between the allocator's entry and
  * its return (the address), key: tid */
-struct pending_alloc {
-	struct live_alloc a;
-	__u64 out;                   /* posix_memalign: where the address goes; 0: returned */
-};
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -61,8 +57,9 @@ struct {
 static __always_inline void alloc_seen(struct pt_regs *ctx, __u64 size, __u64 out)
 {
 	__u64 id = bpf_get_current_pid_tgid(), weight, x, objs, *o;
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0, i;
-	struct pending_alloc pa = {};
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0, i, cpu;
+	struct pending_alloc *pa;
+	struct scratch *s;
 	__s64 *left;
 
 	if (!tgid || !size || !alloc_interval || !is_profiled(tgid))
@@ -80,20 +77,27 @@ static __always_inline void alloc_seen(struct pt_regs *ctx, __u64 size, __u64 ou
 	weight = x < ALLOC_XSTEPS ? alloc_weight[x & (ALLOC_XSTEPS - 1)] * alloc_interval / 1024
 				  : size;
 	stat_inc(STAT_ALLOC_WALKS);
-	if (!sample_current(ctx, ctx, weight, &pa.a.key) || !alloc_live)
+	/* the pending allocation is built in the CPU's scratch, not on the
+	 * stack (struct scratch says why) */
+	cpu = bpf_get_smp_processor_id();
+	s = bpf_map_lookup_elem(&scratch_map, &cpu);
+	if (!s)
+		return;
+	pa = &s->alloc;
+	if (!sample_current(ctx, (const struct ctx_regs *)ctx, weight, &pa->a.key) || !alloc_live)
 		return;
 	/* leaks: the address comes at the allocator's return */
-	pa.a.weight = weight;
-	pa.a.size = size;
-	pa.a.ns = bpf_ktime_get_ns();
-	pa.out = out;
-	bpf_map_update_elem(&pending_allocs, &tid, &pa, BPF_ANY);
+	pa->a.weight = weight;
+	pa->a.size = size;
+	pa->a.ns = bpf_ktime_get_ns();
+	pa->out = out;
+	bpf_map_update_elem(&pending_allocs, &tid, pa, BPF_ANY);
 	objs = weight * 1024 / size;
-	o = bpf_map_lookup_elem(&alloc_objects, &pa.a.key);
+	o = bpf_map_lookup_elem(&alloc_objects, &pa->a.key);
 	if (o)
 		__sync_fetch_and_add(o, objs);
 	else
-		bpf_map_update_elem(&alloc_objects, &pa.a.key, &objs, BPF_NOEXIST);
+		bpf_map_update_elem(&alloc_objects, &pa->a.key, &objs, BPF_NOEXIST);
 }
 
 /* leaks: the allocator returns the address of a sampled allocation (in

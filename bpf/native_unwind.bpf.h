@@ -16,14 +16,6 @@
  * Mappings without CFI (JIT code) are followed by frame pointers or left by
  * a scan of the stack (below). */
 
-struct native_walk {
-	struct scratch *s;
-	const struct native_maps *nm;
-	struct unwind_regs g;    /* the frame being unwound */
-	__u64 hash;
-	__u32 tgid, gen;
-};
-
 /* Binary searches keep their bounds in the scratch map through volatile
  * accesses: to the verifier they are then unknown numbers, and the states of
  * both branches of an iteration are the same, so it checks the loop body
@@ -32,7 +24,20 @@ struct native_walk {
 #define VSTORE(x, v) (*(volatile __u32 *)&(x) = (v))
 
 /* Each binary search is a bpf_loop of its own, so the verifier checks one
- * step once rather than every unrolled iteration on every path to it. */
+ * step once rather than every unrolled iteration on every path to it;
+ * without bpf_loop (loop.bpf.h), a bounded loop inside the native step's
+ * chunk (27 steps at most). */
+#ifdef PYPERF_NO_BPF_LOOP
+#define SEARCH_LOOP(n, step, q)                                                 \
+	({                                                                      \
+		WALK_UNROLL                                                     \
+		for (__u32 _i = 0; _i < (n); _i++)                              \
+			if (step(_i, (q)))                                      \
+				break;                                          \
+	})
+#else
+#define SEARCH_LOOP(n, step, q) bpf_loop((n), step, (q), 0)
+#endif
 struct search {
 	struct scratch *s;
 	const void *base;        /* the native_maps, or a table's rows map */
@@ -64,7 +69,7 @@ static __always_inline __u32 find_mapping(struct scratch *s, const struct native
 
 	VSTORE(s->lo, 0);
 	VSTORE(s->hi, nm->n > PYPERF_MAX_MAPPINGS ? PYPERF_MAX_MAPPINGS : nm->n);
-	bpf_loop(10, mapping_step, &q, 0); /* 2^10 > PYPERF_MAX_MAPPINGS */
+	SEARCH_LOOP(10, mapping_step, &q); /* 2^10 > PYPERF_MAX_MAPPINGS */
 	lo = VLOAD(s->lo);
 	if (!lo || pc >= nm->m[(lo - 1) & (PYPERF_MAX_MAPPINGS - 1)].end)
 		return 0;
@@ -121,7 +126,7 @@ static __always_inline const struct unwind_row *find_row(struct scratch *s, void
 	}
 	VSTORE(s->lo, lo);
 	VSTORE(s->hi, hi);
-	bpf_loop(27, row_step, &q, 0); /* 2^27 rows at most */
+	SEARCH_LOOP(27, row_step, &q); /* 2^27 rows at most */
 	mid = VLOAD(s->lo);
 	if (mid <= 1)
 		return NULL;
@@ -163,15 +168,15 @@ static __always_inline bool request_maps(__u32 tgid, __u64 pc)
 	return false;
 }
 
-static __always_inline void native_push(struct native_walk *u, __u32 n, __u64 pc)
+static __always_inline void native_push(struct scratch *s, __u32 n, __u64 pc)
 {
-	if (VLOAD(u->s->scan_mark)) {
-		VSTORE(u->s->scan_mark, 0);
+	if (VLOAD(s->scan_mark)) {
+		VSTORE(s->scan_mark, 0);
 		pc |= NATIVE_PC_SCANNED;
 	}
-	u->s->ev.native[n & (PYPERF_MAX_NATIVE - 1)] = pc;
-	u->s->ev.nnative = n + 1;
-	u->hash = mix(u->hash, pc);
+	s->ev.native[MASKED(n, PYPERF_MAX_NATIVE - 1)] = pc;
+	s->ev.nnative = n + 1;
+	s->nw.hash = mix(s->nw.hash, pc);
 }
 
 /* A word of the user stack.  Callers' frames lie above (at higher
@@ -209,141 +214,150 @@ static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
  * walk goes on from there with CFI, and that frame is marked. */
 
 /* Is the instruction that ends at `ra` a call?  (unwind_step.h decodes) */
-static __always_inline bool after_call(__u64 ra)
+static __always_inline bool after_call(struct scratch *s, __u64 ra)
 {
-	__u8 b[16] = {};
+	__u8 *b = s->code8;
 
+	__builtin_memset(b, 0, sizeof(s->code8));
 	if (ra < 8 || bpf_probe_read_user(b, 8, (void *)(ra - 8)))
 		return false;
 	return unwind_code_is_call(b);
 }
 
-/* one step of the frame-pointer chain, if it is plausible */
-static __always_inline bool fp_step_plausible(struct native_walk *u)
+/* one step of the frame-pointer chain, if it is plausible (the step is
+ * tried in the scratch map: struct scratch says why) */
+static __always_inline bool fp_step_plausible(struct walk_ctx *c)
 {
-	struct unwind_regs g = u->g;
+	struct scratch *s = c->s;
+	struct unwind_regs *g = &s->fp_g;
 
-	if (unwind_fp_step(u->s, &g) != UNWIND_STEPPED || !unwind_fp_plausible(&u->g, &g) ||
-	    !find_mapping(u->s, u->nm, g.pc))
+	*g = s->nw.g;
+	if (unwind_fp_step(s, g) != UNWIND_STEPPED || !unwind_fp_plausible(&s->nw.g, g) ||
+	    !find_mapping(s, c->nm, g->pc))
 		return false;
-	u->g = g;
+	s->nw.g = *g;
 	return true;
 }
 
-struct scan {
-	struct native_walk *u;
-	__u64 lo, hi;            /* from the first mapping's start to the last's end */
-};
-
 /* Is the word at sp + 8 * i a return address into a binary with CFI?  1
- * (then scan_sp and scan_pc hold it), 0 no, -1 past the top of the stack. */
-static __always_inline int scan_word(struct scan *c, __u32 i)
+ * (then scan_sp and scan_pc hold it), 0 no, -1 past the top of the stack.
+ * The scan's bounds are nw.scan_lo and scan_hi. */
+static __always_inline int scan_word(struct walk_ctx *c, __u32 i)
 {
-	struct native_walk *u = c->u;
-	struct scratch *s = u->s;
+	struct scratch *s = c->s;
 	const struct native_mapping *m;
-	__u64 addr = u->g.sp + (__u64)i * 8, w;
+	__u64 addr = s->nw.g.sp + (__u64)i * 8, w;
 	__u32 idx;
 
 	if (stack_word(s, addr, &w))
 		return -1;
-	if (w < c->lo || w >= c->hi)
+	if (w < s->nw.scan_lo || w >= s->nw.scan_hi)
 		return 0;
-	idx = find_mapping(s, u->nm, w);
+	idx = find_mapping(s, c->nm, w);
 	if (!idx)
 		return 0;
-	m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
-	if (m->table == TABLE_NONE || !after_call(w))
+	m = &c->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	if (m->table == TABLE_NONE || !after_call(s, w))
 		return 0;
 	s->scan_sp = addr + 8;
 	s->scan_pc = w;
 	return 1;
 }
 
-static long scan_step(__u32 i, struct scan *c)
+static long scan_step(__u32 i, struct walk_ctx *c)
 {
 	return scan_word(c, i) != 0;
 }
+WALK_CHUNKS(scan_step, 16, WALK_NEEDS_MAPS)
 
-/* Scan the stack for the caller of the frame at u->g; on success u->g is
+/* Scan the stack for the caller of the frame at nw.g; on success nw.g is
  * that caller and its frame will be marked.  rbp is callee-saved: kept when
  * it points into the stack above, else taken from where the callee saved
  * it, if a word below the return address looks like it. */
-static __always_inline bool scan_stack(struct native_walk *u)
+static __always_inline bool scan_stack(struct walk_ctx *c)
 {
-	struct scratch *s = u->s;
-	__u32 n = u->nm->n, words;
-	struct scan c = { .u = u };
-	__u64 block = u->g.pc >> 4;
+	struct scratch *s = c->s;
+	__u32 n = c->nm->n, words;
+	__u64 block = s->nw.g.pc >> 4;
 	struct scan_cache_entry *e = &s->scache[(block ^ (block >> 8)) & (SCAN_CACHE_SIZE - 1)];
 
 	if (!n || n > PYPERF_MAX_MAPPINGS)
 		return false;
-	c.lo = u->nm->m[0].start;
-	c.hi = u->nm->m[(n - 1) & (PYPERF_MAX_MAPPINGS - 1)].end;
+	s->nw.scan_lo = c->nm->m[0].start;
+	s->nw.scan_hi = c->nm->m[(n - 1) & (PYPERF_MAX_MAPPINGS - 1)].end;
 	s->scan_pc = 0;
-	if (!(e->block == block && e->tgid == u->tgid && e->gen == u->gen &&
-	      e->words < PYPERF_SCAN_WORDS && scan_word(&c, e->words) == 1)) {
-		bpf_loop(PYPERF_SCAN_WORDS, scan_step, &c, 0);
+	if (!(e->block == block && e->tgid == c->tgid && e->gen == s->nw.gen &&
+	      e->words < PYPERF_SCAN_WORDS && scan_word(c, e->words) == 1)) {
+		WALK_LOOP(scan_step, 16, PYPERF_SCAN_WORDS, c);
 		if (!s->scan_pc)
 			return false;
-		words = (__u32)((s->scan_sp - 8 - u->g.sp) / 8);
+		words = (__u32)((s->scan_sp - 8 - s->nw.g.sp) / 8);
 		e->block = block;
-		e->tgid = u->tgid;
-		e->gen = u->gen;
+		e->tgid = c->tgid;
+		e->gen = s->nw.gen;
 		e->words = words;
 	}
-	u->g.pc = s->scan_pc;
-	u->g.sp = s->scan_sp;
-	u->g.bx = 0;
-	unwind_scan_bp(s, &u->g);
+	s->nw.g.pc = s->scan_pc;
+	s->nw.g.sp = s->scan_sp;
+	s->nw.g.bx = 0;
+	unwind_scan_bp(s, &s->nw.g);
 	VSTORE(s->scan_mark, 1);
 	VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_SCANNED);
 	return true;
 }
 
-static long native_step(__u32 i, struct native_walk *u)
+/* a scan, its time counted */
+static __always_inline bool timed_scan(struct walk_ctx *c)
 {
-	__u32 n = u->s->ev.nnative;
+	__u64 t0 = bpf_ktime_get_ns();
+	bool found = scan_stack(c);
+
+	stat_add(STAT_SCAN_NS, bpf_ktime_get_ns() - t0);
+	return found;
+}
+
+static long native_step(__u32 i, struct walk_ctx *c)
+{
+	__u32 n = c->s->ev.nnative;
 	const struct native_mapping *m;
 	const struct unwind_row *r, *hdr;
-	struct row_cache_entry *c;
-	__u64 pc = u->g.pc, look;
+	struct row_cache_entry *rc;
+	__u64 pc = c->s->nw.g.pc, look;
 	__u32 slot, idx, zero = 0;
 	void *rows;
 
 	if (!pc)
 		return 1; /* frame pointer chains end with 0 */
 	if (n >= PYPERF_MAX_NATIVE) {
-		VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_TRUNCATED);
+		VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_TRUNCATED);
 		return 1;
 	}
 	/* a return address points after its call, which may be a function's
 	 * last instruction: look up the call itself */
 	look = pc - (n ? 1 : 0);
-	c = &u->s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
-	if (n && c->pc == look && c->tgid == u->tgid && c->gen == u->gen) {
-		u->s->row = c->row;
-		native_push(u, n, pc);
+	rc = &c->s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
+	if (n && rc->pc == look && rc->tgid == c->tgid && rc->gen == c->s->nw.gen) {
+		c->s->row = rc->row;
+		native_push(c->s, n, pc);
 		goto unwind;
 	}
 	/* consecutive frames often share a mapping; its index is kept in the
 	 * scratch map, not the stack, so both ways on meet in one state */
-	idx = VLOAD(u->s->last);
-	m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	idx = VLOAD(c->s->last);
+	m = &c->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	if (!idx || pc < m->start || pc >= m->end) {
-		idx = find_mapping(u->s, u->nm, pc);
-		VSTORE(u->s->last, idx);
+		idx = find_mapping(c->s, c->nm, pc);
+		VSTORE(c->s->last, idx);
 		if (!idx) {
 			/* code mapped after the loader last looked (dlopen, a new
 			 * JIT or trampoline arena) is pending until it looks again;
 			 * a pc it found unmapped is a stray: the stack is cut */
-			native_push(u, n, pc);
-			VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE |
-					     (request_maps(u->tgid, pc) ? 0 : STACK_NATIVE_PENDING));
+			native_push(c->s, n, pc);
+			VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_INCOMPLETE |
+					     (request_maps(c->tgid, pc) ? 0 : STACK_NATIVE_PENDING));
 			return 1;
 		}
-		m = &u->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+		m = &c->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	}
 	if (m->table == TABLE_NONE)
 		goto frame_pointers;
@@ -352,43 +366,43 @@ static long native_step(__u32 i, struct native_walk *u)
 	hdr = rows ? bpf_map_lookup_elem(rows, &zero) : NULL;
 	if (!hdr || hdr->pc != m->table) {
 		/* not loaded yet, or evicted: the loader builds it */
-		native_push(u, n, pc);
-		request_table(u->tgid, m->table);
-		VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_PENDING);
+		native_push(c->s, n, pc);
+		request_table(c->tgid, m->table);
+		VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_PENDING);
 		goto incomplete;
 	}
-	if (VLOAD(u->s->used) != m->table) {
+	if (VLOAD(c->s->used) != m->table) {
 		/* in the scratch map, not on the stack: the verifier then sees
 		 * the same state whether or not this branch was taken */
-		VSTORE(u->s->used, m->table);
-		bpf_map_update_elem(&table_used, &slot, &u->s->now, BPF_ANY);
+		VSTORE(c->s->used, m->table);
+		bpf_map_update_elem(&table_used, &slot, &c->s->now, BPF_ANY);
 	}
 	if (!hdr->nrows)
 		goto frame_pointers;
 	if (hdr->nrows == UNWIND_NO_TABLE) {
-		native_push(u, n, pc);
+		native_push(c->s, n, pc);
 		goto incomplete;
 	}
-	r = find_row(u->s, rows, hdr->nrows, (__u32)(look - m->bias));
+	r = find_row(c->s, rows, hdr->nrows, (__u32)(look - m->bias));
 	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED) {
-		native_push(u, n, pc);
+		native_push(c->s, n, pc);
 		goto incomplete;
 	}
-	u->s->row = *r;
+	c->s->row = *r;
 	if (n) {
-		c->pc = look;
-		c->tgid = u->tgid;
-		c->gen = u->gen;
-		c->row = *r;
+		rc->pc = look;
+		rc->tgid = c->tgid;
+		rc->gen = c->s->nw.gen;
+		rc->row = *r;
 	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
 	 * share one stack (a return address is already stable), unless the
 	 * mapping's lines are wanted (Cython) */
-	native_push(u, n, n || (m->flags & NATIVE_MAP_EXACT_LEAF) ? pc : r->pc + m->bias);
+	native_push(c->s, n, n || (m->flags & NATIVE_MAP_EXACT_LEAF) ? pc : r->pc + m->bias);
 unwind:
 	/* both ways here leave the row in the scratch map, where the verifier
 	 * does not track it: their states match and it checks what follows once */
-	switch (unwind_cfi_step(u->s, &u->s->row, &u->g)) {
+	switch (unwind_cfi_step(c->s, &c->s->row, &c->s->nw.g)) {
 	case UNWIND_STEPPED:
 		return 0;
 	case UNWIND_END:
@@ -398,21 +412,69 @@ unwind:
 	}
 frame_pointers:
 	/* no CFI: rbp as a frame pointer, else a scan (above) */
-	native_push(u, n, pc);
-	if (fp_step_plausible(u))
+	native_push(c->s, n, pc);
+	if (fp_step_plausible(c))
 		return 0;
 	if (stack_scan) {
-		__u64 t0 = bpf_ktime_get_ns();
-		bool found = scan_stack(u);
-
-		stat_add(STAT_SCAN_NS, bpf_ktime_get_ns() - t0);
-		if (found)
-			return 0;
+		/* unwind_native scans, between two runs of steps: a scan's own
+		 * loop run from inside a step would add two more stacks to the
+		 * chain of calls (bpf_loop's callbacks count as calls), which
+		 * 6.1 refused at 544 bytes */
+		VSTORE(c->s->scan_wanted, 1);
+		return 1;
 	}
 incomplete:
-	VSTORE(u->s->nflags, VLOAD(u->s->nflags) | STACK_NATIVE_INCOMPLETE);
+	VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_INCOMPLETE);
 	return 1;
 }
+WALK_CHUNKS(native_step, 8, WALK_NEEDS_MAPS)
+
+/* The scan a step asked for (scan_wanted); 1: found, the walk goes on.  A
+ * global function, so that its stack is not added to the steps' one. */
+__noinline long scan_asked(__u32 tgid)
+{
+	struct walk_ctx c = {};
+
+	if (!walk_ctx_of(&c, tgid, WALK_NEEDS_MAPS))
+		return 0;
+	c.gen = c.s->nw.gen;
+	if (timed_scan(&c))
+		return 1;
+	VSTORE(c.s->nflags, VLOAD(c.s->nflags) | STACK_NATIVE_INCOMPLETE);
+	return 0;
+}
+
+/* Runs of native steps, and the scans between them, written with the one
+ * back edge a conditional jump at the bottom (5.10's verifier refuses a
+ * loop closed by falling through, and this one is too long to unroll).
+ * With bpf_loop a run goes until the walk ends or a step asks for a scan:
+ * at most NATIVE_SCANS scans a sample.  Without, a run is a chunk of steps
+ * (loop.bpf.h), and there are twice the chunks the deepest stack needs, as
+ * a chunk that ends in a scan leaves the rest of its steps unused. */
+#define NATIVE_SCANS 32
+#ifdef PYPERF_NO_BPF_LOOP
+#define NATIVE_RUN(j, c) native_step_chunk((j), (c)->tgid)
+#define NATIVE_RUN_STEPS 8
+#define NATIVE_RUNS (2 * (PYPERF_MAX_NATIVE + 8))
+#else
+#define NATIVE_RUN(j, c) (bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, (c), 0), 1)
+#define NATIVE_RUN_STEPS 1
+#define NATIVE_RUNS (NATIVE_SCANS + 1)
+#endif
+#define NATIVE_LOOP(c)                                                          \
+	({                                                                      \
+		__u32 _j = 0;                                                   \
+		bool _go = true;                                                \
+                                                                                \
+		do {                                                            \
+			if (NATIVE_RUN(_j, (c))) {                              \
+				_go = VLOAD((c)->s->scan_wanted) &&             \
+				      scan_asked((c)->tgid);                    \
+				VSTORE((c)->s->scan_wanted, 0);                 \
+			}                                                       \
+			_j += NATIVE_RUN_STEPS;                                 \
+		} while (_go && _j < NATIVE_RUNS);                              \
+	})
 
 /* Unwind the user stack of the current task from the registers in the
  * CPU's scratch (regs0: user_regs_of) into its ev.native; returns the
@@ -421,17 +483,16 @@ incomplete:
  * state of the program that reaches it. */
 __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct scratch *s = bpf_map_lookup_elem(&scratch_map, &cpu);
-	struct native_walk u = { .s = s, .tgid = tgid, .gen = gen };
+	struct walk_ctx c = { .tgid = tgid };
+	struct scratch *s;
 	__u32 flags;
 
-	if (!s)
+	if (!walk_ctx_of(&c, tgid, 0))
 		return 0;
-	u.hash = s->hash;
+	s = c.s;
 	s->ev.nnative = 0;
-	u.nm = bpf_map_lookup_elem(&native_procs, &tgid);
-	if (!u.nm) {
+	c.nm = bpf_map_lookup_elem(&native_procs, &tgid);
+	if (!c.nm) {
 		/* the loader has not read this process's mappings (yet): the
 		 * native part is missing, and the stack says so */
 		request_maps(tgid, 0);
@@ -441,17 +502,17 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 	}
 	if (!s->regs0.pc && !s->regs0.sp)
 		return STACK_NATIVE | STACK_NATIVE_INCOMPLETE; /* no user registers */
-	u.g.pc = s->regs0.pc;
-	u.g.sp = s->regs0.sp;
-	u.g.bp = s->regs0.bp;
-	u.g.bx = s->regs0.bx;
+	s->nw.g = s->regs0;
+	s->nw.hash = s->hash;
+	s->nw.gen = gen;
 	s->nflags = STACK_NATIVE;
 	s->scan_mark = 0;
 	s->now = bpf_ktime_get_ns();
 	s->used = 0;
 	s->last = 0;
 	s->stk_lo = s->stk_hi = 0;
-	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, &u, 0);
+	s->scan_wanted = 0;
+	NATIVE_LOOP(&c);
 	flags = s->nflags;
 	if (flags & STACK_NATIVE_INCOMPLETE)
 		stat_inc(STAT_NATIVE_INCOMPLETE);
@@ -461,7 +522,7 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 		stat_inc(STAT_NATIVE_PENDING);
 	if (flags & STACK_NATIVE_SCANNED)
 		stat_inc(STAT_NATIVE_SCANNED);
-	s->hash = mix(u.hash, s->ev.nnative);
+	s->hash = mix(s->nw.hash, s->ev.nnative);
 	return flags;
 }
 

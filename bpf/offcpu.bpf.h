@@ -20,22 +20,20 @@ struct {
 } offcpu_slots SEC(".maps");
 
 
-/* the kernel frames of an off-CPU stack folded into its hash */
-struct kernel_hash {
-	struct scratch *s;
-	__u64 hash;
-};
-
-static long kernel_hash_step(__u32 i, struct kernel_hash *k)
+/* the kernel frames of an off-CPU stack folded into its hash (s->hash) */
+static long kernel_hash_step(__u32 i, struct walk_ctx *c)
 {
-	if (i >= k->s->ev.nkernel)
+	struct scratch *s = c->s;
+
+	if (i >= s->ev.nkernel)
 		return 1;
 	/* the mask only shows the verifier a bound (the scratch value goes on
 	 * after the array): PYPERF_KSTACK_DEPTH, 127, is no power of two, and
 	 * nkernel is at most 127 (bpf_get_stack filled at most the array) */
-	k->hash = mix(k->hash, k->s->ev.kernel[i & 127]);
+	s->hash = mix(s->hash, s->ev.kernel[i & 127]);
 	return 0;
 }
+WALK_CHUNKS(kernel_hash_step, 32, 0)
 
 /* the slots thread `id` (tgid << 32 | tid) may live in */
 static __always_inline __u32 slot_first(__u32 tid)
@@ -83,8 +81,14 @@ static __always_inline struct offcpu_thread *slot_claim(__u64 id)
 	else
 		t = a;
 	old = t->id;
+#ifdef PYPERF_NO_BPF_LOOP
+	/* no compare-and-swap before 5.12: two CPUs that claim one slot in
+	 * the same instant both write it, and the later thread keeps it */
+	t->id = id;
+#else
 	if (__sync_val_compare_and_swap(&t->id, old, id) != old)
 		return NULL; /* another CPU claimed it this instant */
+#endif
 	if (old && t->out_ns)
 		stat_inc(STAT_OFFCPU_LOST);
 	t->out_ns = 0;
@@ -148,8 +152,7 @@ static __always_inline void block_starts(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, idx = active & 1, cpu;
 	struct offcpu_thread *t;
-	struct kernel_hash kh;
-	struct frame_walk w = {};
+	struct walk_ctx c = { .tgid = tgid };
 	struct proc_info *p;
 	struct scratch *s;
 	__u64 rate, k, now, span;
@@ -167,7 +170,7 @@ static __always_inline void block_starts(void *ctx)
 		if (!p) {
 			if (t)
 				t->epoch = 0;
-			if (is_profiled(tgid) && bpf_get_current_task_btf()->mm)
+			if (is_profiled(tgid) && current_has_mm())
 				announce_unknown(tgid, 0);
 			return;
 		}
@@ -217,18 +220,18 @@ static __always_inline void block_starts(void *ctx)
 		return;
 	stat_inc(STAT_OFFCPU_WALKS);
 	s->ev.nkernel = 0;
-	kh.s = s;
-	kh.hash = 0;
+	c.s = s;
+	s->hash = 0;
 	if (kernel_stacks) {
 		nk = bpf_get_stack(ctx, s->ev.kernel, sizeof(s->ev.kernel), 0);
 		s->ev.nkernel = nk > 0 ? (__u32)((__u64)nk >> 3) : 0;
-		bpf_loop(PYPERF_KSTACK_DEPTH, kernel_hash_step, &kh, 0);
+		WALK_LOOP(kernel_hash_step, 32, PYPERF_KSTACK_DEPTH, &c);
 	}
 	user_regs_of(s, NULL);
-	if (!walk_current(&w, s, p, tgid, tid, idx, STACK_OFFCPU, kh.hash, &t->key))
+	if (!walk_current(s, p, tgid, tid, idx, STACK_OFFCPU, s->hash, &t->key))
 		return;
 	/* announced now, counted when the thread runs again */
-	if (!count_stack(&w, &t->key, idx, 0))
+	if (!count_stack(s, p, &t->key, idx, 0))
 		return;
 	/* the block starts now, the walk done: it ran on the CPU */
 	t->out_ns = t->last_ns = bpf_ktime_get_ns();

@@ -249,7 +249,54 @@ struct scan_cache_entry {
 	__u32 pad;
 };
 
-/* per-CPU scratch: the stack being built, a window of frame memory, a code object */
+/* The walks' state (loop.bpf.h: it lives in the scratch map, not on the
+ * stack): the thread states' list (python_walk.bpf.h) ... */
+struct thread_walk {
+	__u64 tstate;
+	__u64 want;               /* pthread id == FS base of the thread */
+	__u64 found;
+	__u16 next_off, id_off;
+	__u32 pad;
+};
+
+/* ... the Python frames (python_walk.bpf.h) ... */
+struct frame_walk {
+	__u64 frame;
+	__u64 before;            /* the frame walked before the current one */
+	__u64 hash;
+	__u32 flags;
+	__u32 read_len;          /* bytes of a frame to read */
+	__u32 win_size;          /* bytes to read below a frame (3.11+ frames are stacked) */
+	__u16 code_lo, code_len; /* span of a code object holding the check fields */
+	/* --async: the leaf-side run of frames up to the first shim, and the
+	 * outermost coroutine frame in it (the running task's own coroutine) */
+	__u64 anchor_frame;
+	__u32 anchor_n;          /* frames up to and including it; 0: none */
+	__u32 seg_closed;        /* a shim was passed: later frames are the
+				  * event loop's, not the task's */
+};
+
+/* ... and the native frames (native_unwind.bpf.h) */
+struct native_walk {
+	struct unwind_regs g;    /* the frame being unwound */
+	__u64 hash;
+	__u64 scan_lo, scan_hi;  /* a scan's bounds: the first mapping's start, the last's end */
+	__u32 gen;               /* the process image's (proc_info.gen) */
+	__u32 pad;
+};
+
+/* `leaks`: a thread's sampled allocation between the allocator's entry and
+ * its return (the address), key: tid (alloc.bpf.h) */
+struct pending_alloc {
+	struct live_alloc a;
+	__u64 out;                   /* posix_memalign: where the address goes; 0: returned */
+};
+
+/* per-CPU scratch: the stack being built, a window of frame memory, a code
+ * object, and what would otherwise sit on the BPF stack.  The programs'
+ * stacks and those of the functions they call add up, and every kernel
+ * before private stacks (6.13) refuses a chain of calls over 512 bytes:
+ * what is big or only passed through lives here instead. */
 struct scratch {
 	struct ev_stack ev;
 	__u64 win_lo, win_hi;    /* target addresses held in window (kept here, not on
@@ -268,11 +315,21 @@ struct scratch {
 				  * each new value would make the verifier check
 				  * native_step again) */
 	__u32 scan_mark;         /* the next frame pushed was found by a scan */
+	__u32 scan_wanted;       /* a native step asks unwind_native to scan */
 	__u64 scan_sp, scan_pc;  /* what the scan found (0: nothing) */
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
 	struct scan_cache_entry scache[SCAN_CACHE_SIZE];
 	struct unwind_regs regs0; /* the user registers the native walk starts from */
+	struct unwind_regs fp_g;  /* a frame-pointer step being tried (fp_step_plausible) */
+	__u8 code8[16];           /* the bytes before a return address (after_call) */
+	struct stack_key key;     /* the key of the sample being taken (sample_current) */
+	struct pending_alloc alloc; /* --mode alloc: the allocation being sampled */
+	struct thread_walk tw;
+	struct frame_walk fw;
+	struct native_walk nw;
+	struct code_id cid;       /* a code object's identity, for code_ids */
+	struct code_id_key cid_key;
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
 };
 /* One struct scratch per CPU, indexed by CPU number (a per-CPU array value
@@ -294,6 +351,24 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+/* v, at most max, in a form every verifier keeps: one 64-bit compare and
+ * move on the register itself.  A C clamp may be compiled as a compare of
+ * a copy (or of its low 32 bits), whose bound the verifiers before 6.x do
+ * not carry over to the register then used (Linux 6.1 refused pack_stack
+ * so). */
+#define CLAMP(v, max) asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(v) : "i"(max))
+
+/* v & mask as an index the verifier sees bounded.  The compiler drops a
+ * mask it proves redundant (an index checked against the array's length
+ * just before), and 5.10's verifier then loses that check's bound on the
+ * way to the access (it refused frame_step so); this mask stays. */
+#define MASKED(v, mask)                                                         \
+	({                                                                      \
+		__u64 _m = (v);                                                 \
+		asm volatile("%0 &= %1" : "+r"(_m) : "i"(mask));                \
+		_m;                                                             \
+	})
 
 static __always_inline void stat_add(__u32 idx, __u64 n)
 {
@@ -350,7 +425,9 @@ static __always_inline void announce_unknown(__u32 tgid, __u64 weight)
 		stat_inc(STAT_NEW_PID_EVENTS);
 }
 
-/* the Python walk (thread state, frames), then the native unwinder */
+/* the walks' loops, the Python walk (thread state, frames), then the
+ * native unwinder */
+#include "loop.bpf.h"
 #include "python_walk.bpf.h"
 #include "native_unwind.bpf.h"
 
@@ -360,12 +437,9 @@ static __always_inline __u64 pack_stack(struct scratch *s)
 {
 	__u64 nf = s->ev.nframes, nn = s->ev.nnative, nk = s->ev.nkernel, fbytes, nbytes, kbytes;
 
-	if (nf > PYPERF_MAX_FRAMES)
-		nf = PYPERF_MAX_FRAMES;
-	if (nn > PYPERF_MAX_NATIVE)
-		nn = PYPERF_MAX_NATIVE;
-	if (nk > PYPERF_KSTACK_DEPTH)
-		nk = PYPERF_KSTACK_DEPTH;
+	CLAMP(nf, PYPERF_MAX_FRAMES);
+	CLAMP(nn, PYPERF_MAX_NATIVE);
+	CLAMP(nk, PYPERF_KSTACK_DEPTH);
 	fbytes = nf * sizeof(struct py_frame);
 	nbytes = nn * 8;
 	kbytes = nk * 8;
@@ -413,10 +487,10 @@ static __always_inline void timeline_note(const struct stack_key *key, __u64 ts,
  * in this counts map, name its code objects (check_step) and announce it;
  * samples of a known key read no code object at all.  false: not counted
  * (map or ring buffer full). */
-static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *key, __u32 idx,
-					__u64 weight)
+static __always_inline bool count_stack(struct scratch *s, struct proc_info *p,
+					struct stack_key *key, __u32 idx, __u64 weight)
 {
-	struct scratch *s = w->s;
+	struct walk_ctx c = { .s = s, .p = p, .o = &p->off, .tgid = key->pid };
 	void *m = bpf_map_lookup_elem(&counts, &idx);
 	__u64 *v, size;
 	long err;
@@ -425,7 +499,11 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 		return false;
 	v = bpf_map_lookup_elem(m, key);
 	if (v) {
-		__sync_fetch_and_add(v, weight);
+		/* an off-CPU walk counts 0 now (its block counts when it ends):
+		 * an atomic add of a constant 0 is compiled as an atomic or,
+		 * which kernels before 5.12 refuse */
+		if (weight)
+			__sync_fetch_and_add(v, weight);
 		stat_inc(STAT_STACKS);
 		return true;
 	}
@@ -433,7 +511,7 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 		stat_inc(STAT_MAP_FULL);
 		return false;
 	}
-	bpf_loop(PYPERF_MAX_FRAMES, check_step, w, 0);
+	WALK_LOOP(check_step, 16, PYPERF_MAX_FRAMES, &c);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
 	/* a new stack with Python frames wakes the loader at once: it names
@@ -451,7 +529,7 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 	err = bpf_map_update_elem(m, key, &weight, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		v = bpf_map_lookup_elem(m, key);
-		if (v)
+		if (v && weight)
 			__sync_fetch_and_add(v, weight);
 	} else if (err) {
 		map_full[idx & 1] = 1;
@@ -462,22 +540,52 @@ static __always_inline bool count_stack(struct frame_walk *w, struct stack_key *
 	return true;
 }
 
+/* The registers a perf_event or uprobe program's context holds, in the
+ * x86-64 ABI's fixed layout (the uapi struct pt_regs, ptrace's
+ * user_regs_struct).  Read as this struct, not through CO-RE: the kernel's
+ * own struct pt_regs has cs and ss as unsigned long up to 6.8 and as u16 in
+ * a union since (FRED), so a CO-RE read of cs is relocated to a field of
+ * another size on one side or the other, and libbpf refuses the program.
+ * The context's words do not move. */
+struct ctx_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax;
+	__u64 ip, cs, flags, sp, ss;
+};
+
+/* was the context interrupted in user mode? */
+static __always_inline bool ctx_user_mode(const struct ctx_regs *regs)
+{
+	return (*(volatile const __u64 *)&regs->cs & 3) == 3;
+}
+
 /* The current task's user registers into s->regs0: from the interrupted
  * context when it was in user mode (regs, may be NULL), else those saved at
  * kernel entry. */
-static __always_inline void user_regs_of(struct scratch *s, struct pt_regs *regs)
+static __always_inline void user_regs_of(struct scratch *s, const struct ctx_regs *regs)
 {
 	struct pt_regs *u;
 
 	/* whole-word loads: the verifier allows only those on a perf context */
-	if (regs && (*(volatile __u64 *)&regs->cs & 3) == 3) {
-		s->regs0.pc = *(volatile __u64 *)&regs->ip;
-		s->regs0.sp = *(volatile __u64 *)&regs->sp;
-		s->regs0.bp = *(volatile __u64 *)&regs->bp;
-		s->regs0.bx = *(volatile __u64 *)&regs->bx;
+	if (regs && ctx_user_mode(regs)) {
+		s->regs0.pc = *(volatile const __u64 *)&regs->ip;
+		s->regs0.sp = *(volatile const __u64 *)&regs->sp;
+		s->regs0.bp = *(volatile const __u64 *)&regs->bp;
+		s->regs0.bx = *(volatile const __u64 *)&regs->bx;
 		return;
 	}
+#ifdef PYPERF_NO_BPF_LOOP
+	{
+		/* no bpf_task_pt_regs (5.15): x86-64 keeps them at the top of
+		 * the task's kernel stack, THREAD_SIZE (16 KiB without KASAN)
+		 * above its base, with no padding */
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		__u64 top = (__u64)BPF_CORE_READ(task, stack);
+
+		u = top ? (struct pt_regs *)(top + 16384 - bpf_core_type_size(struct pt_regs)) : NULL;
+	}
+#else
 	u = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+#endif
 	if (!u) {
 		s->regs0.pc = s->regs0.sp = 0;
 		return;
@@ -529,35 +637,44 @@ static __always_inline bool runs_gc(const struct proc_info *p, __u64 tstate)
 	return holds_gil(p, tstate);
 }
 
-/* Walk the current thread of profiled process p into s->ev and the key
- * (without its kernel stack): Python frames, then native ones from
- * s->regs0.  flags start as extra (STACK_OFFCPU); hash_in folds in what the
- * caller adds (the off-CPU kernel frames).  false: nothing to count. */
-static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s,
-					 struct proc_info *p, __u32 tgid, __u32 tid, __u32 idx,
-					 __u32 extra, __u64 hash_in, struct stack_key *key)
+/* The Python half of the walk of the current thread of process tgid into
+ * the CPU's scratch: its thread state, its frames (into ev.frames), their
+ * hash and flags (fw.hash, fw.flags; flags start as extra, STACK_OFFCPU;
+ * hash_in folds in what the caller adds, the off-CPU kernel frames), the
+ * running asyncio task.  0: nothing to count.  A global function: the
+ * verifier checks it once, not once per program that walks, and its stack
+ * is not added to the native walk's (each kernel refuses a chain of calls
+ * whose stacks add up to more than 512 bytes). */
+__noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u64 hash_in)
 {
+	struct walk_ctx c = {};
+	struct frame_walk *w;
+	struct proc_info *p;
+	struct scratch *s;
 	__u64 tstate;
 
-	w->s = s;
-	w->o = &p->off;
+	if (!walk_ctx_of(&c, tgid, WALK_NEEDS_PROC))
+		return 0;
+	s = c.s;
+	p = c.p;
+	w = &s->fw;
 	/* the counts map's parity is part of the key: a stack announced again
 	 * after the loader drained the other map never shares a key with it */
 	w->hash = mix(mix(0x5eed + idx, tgid), hash_in);
 	w->flags = extra;
-	tstate = find_tstate(p, tgid, tid);
+	tstate = find_tstate(&c, tgid, tid);
 	if (!tstate)
 		stat_inc(STAT_NO_TSTATE);
 	if (gil_only && !holds_gil(p, tstate)) {
 		stat_inc(STAT_NO_GIL);
-		return false;
+		return 0;
 	}
 	if (tstate && runs_gc(p, tstate))
 		w->flags |= STACK_GC;
 	/* one path whether or not the thread has Python frames (frame_step
-	 * stops at once without one), so the verifier walks the native
-	 * unwinder below once, not once per case */
+	 * stops at once without one) */
 	w->frame = tstate ? top_frame(tstate, &p->off) : 0;
+	w->before = 0;
 	w->read_len = py_frame_read_len(&p->off);
 	w->win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w->read_len;
 	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
@@ -565,8 +682,8 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
 	s->ev.nframes = 0;
 	w->anchor_frame = 0;
 	w->anchor_n = 0;
-	w->seg_closed = false;
-	bpf_loop(PYPERF_MAX_FRAMES + 64, frame_step, w, 0);
+	w->seg_closed = 0;
+	WALK_LOOP(frame_step, 16, PYPERF_MAX_FRAMES + 64, &c);
 	if (w->frame && !(w->flags & STACK_BAD_READ))
 		w->flags |= STACK_TRUNCATED;
 	s->ev.task = s->ev.task_name = 0;
@@ -594,20 +711,37 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
 		 * it is still sampled, with its native and kernel frames (the
 		 * loader tells it by nframes == 0) */
 		if (!native_stacks)
-			return false;
+			return 0;
 	}
+	return 1;
+}
+
+/* Walk the current thread of profiled process p into s->ev and the key
+ * (without its kernel stack): Python frames (walk_python), then native
+ * ones from s->regs0 (unwind_native).  false: nothing to count. */
+static __always_inline bool walk_current(struct scratch *s, struct proc_info *p, __u32 tgid,
+					 __u32 tid, __u32 idx, __u32 extra, __u64 hash_in,
+					 struct stack_key *key)
+{
+	__u32 flags;
+	__u64 hash;
+
+	if (!walk_python(tgid, tid, idx, extra, hash_in))
+		return false;
+	flags = s->fw.flags;
+	hash = s->fw.hash;
 	s->ev.nnative = 0;
 	if (native_stacks) {
-		s->hash = w->hash;
-		w->flags |= unwind_native(tgid, p->gen);
-		w->hash = s->hash;
+		s->hash = hash;
+		flags |= unwind_native(tgid, p->gen);
+		hash = s->hash;
 	}
 	s->ev.kind = EV_STACK;
 	s->ev.pid = tgid;
 	s->ev.tid = tid;
-	s->ev.flags = w->flags;
+	s->ev.flags = flags;
 	s->ev.gen = p->gen;
-	s->ev.hash = mix(mix(w->hash, s->ev.nframes), w->flags);
+	s->ev.hash = mix(mix(hash, s->ev.nframes), flags);
 	key->pid = tgid;
 	key->tid = tid;
 	key->gen = p->gen;
@@ -622,20 +756,19 @@ static __always_inline bool walk_current(struct frame_walk *w, struct scratch *s
  * user stacks from regs (user-mode registers, or kernel ones: the thread's
  * own at its kernel entry are used), and the kernel stack when regs are
  * kernel ones. */
-static __always_inline bool sample_current(void *ctx, struct pt_regs *regs, __u64 weight,
+static __always_inline bool sample_current(void *ctx, const struct ctx_regs *regs, __u64 weight,
 					   struct stack_key *out)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
 	struct proc_info *p;
 	struct scratch *s;
-	struct frame_walk w = {};
-	struct stack_key key;
+	struct stack_key *key;
 	__u32 idx = active & 1;
 
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p) {
-		if (bpf_get_current_task_btf()->mm) /* kernel threads are never Python */
+		if (current_has_mm()) /* kernel threads are never Python */
 			announce_unknown(tgid, weight);
 		return false;
 	}
@@ -644,19 +777,20 @@ static __always_inline bool sample_current(void *ctx, struct pt_regs *regs, __u6
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!s)
 		return false;
+	key = &s->key; /* in the scratch map, not on the stack (struct scratch) */
 	s->ev.nkernel = 0;
 	user_regs_of(s, regs);
-	if (!walk_current(&w, s, p, tgid, tid, idx, 0, 0, &key))
+	if (!walk_current(s, p, tgid, tid, idx, 0, 0, key))
 		return false;
 	/* a sample taken in user mode has no kernel stack: not asked for */
-	if (kernel_stacks && (*(volatile __u64 *)&regs->cs & 3) != 3)
-		key.kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
-	if (!count_stack(&w, &key, idx, weight))
+	if (kernel_stacks && !ctx_user_mode(regs))
+		key->kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
+	if (!count_stack(s, p, key, idx, weight))
 		return false;
 	if (timeline)
-		timeline_note(&key, bpf_ktime_get_ns(), 0, weight, 0);
+		timeline_note(key, bpf_ktime_get_ns(), 0, weight, 0);
 	if (out)
-		*out = key;
+		*out = *key;
 	return true;
 }
 
@@ -670,13 +804,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (alloc_interval) {
 		/* --mode alloc: the clock only finds new processes, whose
 		 * allocator is probed once the loader knows them */
-		if (!bpf_map_lookup_elem(&procs, &tgid) && bpf_get_current_task_btf()->mm)
+		if (!bpf_map_lookup_elem(&procs, &tgid) && current_has_mm())
 			announce_unknown(tgid, 0);
 		return 0;
 	}
 	if (fault_every && !fault_walked(ctx->addr))
 		return 0;
-	sample_current(ctx, (struct pt_regs *)&ctx->regs, cpu_weight, NULL);
+	sample_current(ctx, (const struct ctx_regs *)&ctx->regs, cpu_weight, NULL);
 	return 0;
 }
 

@@ -9,15 +9,12 @@
 
 /* ---- finding the thread's PyThreadState ---- */
 
-struct thread_walk {
-	__u64 tstate;
-	__u64 want;               /* pthread id == FS base of the thread */
-	__u16 next_off, id_off;
-	__u64 found;
-};
-
-static long thread_step(__u32 i, struct thread_walk *w)
+/* the walk of the interpreter's thread states: struct thread_walk, in the
+ * scratch map */
+static long thread_step(__u32 i, struct walk_ctx *c)
 {
+	struct thread_walk *w = &c->s->tw;
+
 	if (!w->tstate)
 		return 1;
 	if (read_ptr(w->tstate + w->id_off) == w->want) {
@@ -27,28 +24,53 @@ static long thread_step(__u32 i, struct thread_walk *w)
 	w->tstate = read_ptr(w->tstate + w->next_off);
 	return 0;
 }
+WALK_CHUNKS(thread_step, 32, 0)
 
-static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, __u32 tid)
+/* The current task, and its FS base (a thread's pthread id): from the
+ * task's BTF pointer where the kernel gives one (5.11), else read. */
+static __always_inline __u64 current_fsbase(void)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fsbase = task->thread.fsbase, interp, now;
-	const struct py_offsets *o = &p->off;
-	struct tstate_cache *c = bpf_map_lookup_elem(&tcache, &tid);
-	struct tstate_cache fresh = { .tgid = tgid };
-	struct thread_walk w = { .want = fsbase, .next_off = o->tstate_next,
-				 .id_off = o->tstate_thread_id };
-	bool none = c && c->tgid == tgid && !c->tstate; /* none found last time */
+#ifdef PYPERF_NO_BPF_LOOP
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
-	if (c && c->tgid == tgid && c->tstate &&
-	    read_ptr(c->tstate + o->tstate_thread_id) == fsbase)
-		return c->tstate; /* the common case: one map lookup, one read */
+	return BPF_CORE_READ(task, thread.fsbase);
+#else
+	return bpf_get_current_task_btf()->thread.fsbase;
+#endif
+}
+
+/* Is the current task a user process (kernel threads have no mm)? */
+static __always_inline bool current_has_mm(void)
+{
+#ifdef PYPERF_NO_BPF_LOOP
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(task, mm) != NULL;
+#else
+	return bpf_get_current_task_btf()->mm != NULL;
+#endif
+}
+
+static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 tid)
+{
+	const struct py_offsets *o = c->o;
+	const struct proc_info *p = c->p;
+	__u64 fsbase = current_fsbase(), interp, now, head = 0;
+	struct tstate_cache *tc = bpf_map_lookup_elem(&tcache, &tid);
+	struct thread_walk *w = &c->s->tw;
+	struct tstate_cache fresh = { .tgid = tgid };
+	bool none = tc && tc->tgid == tgid && !tc->tstate; /* none found last time */
+
+	if (tc && tc->tgid == tgid && tc->tstate &&
+	    read_ptr(tc->tstate + o->tstate_thread_id) == fsbase)
+		return tc->tstate; /* the common case: one map lookup, one read */
 	now = bpf_ktime_get_ns();
-	if (none && now - c->stamp_ns < NO_TSTATE_RETRY_NS)
+	if (none && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
 		return 0;
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
 	if (interp)
-		w.tstate = read_ptr(interp + o->interp_threads_head);
-	if (!w.tstate)
+		head = read_ptr(interp + o->interp_threads_head);
+	if (!head)
 		return 0; /* interpreter not (yet) running: nothing worth caching */
 	/* A thread without a state, walked for twice already, is walked for
 	 * again when a thread state is new (CPython puts new ones at the head
@@ -57,35 +79,22 @@ static __always_inline __u64 find_tstate(const struct proc_info *p, __u32 tgid, 
 	 * threads would walk the list at most samples otherwise.  The second
 	 * walk comes NO_TSTATE_RETRY_NS after the first whatever the head, for
 	 * a Python thread sampled before it bound its state to its thread. */
-	if (none && c->head == w.tstate && now - c->stamp_ns < NO_TSTATE_RECHECK_NS)
+	if (none && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
 		return 0;
-	fresh.head = none ? w.tstate : 0;
-	bpf_loop(PYPERF_MAX_THREADS, thread_step, &w, 0);
-	fresh.tstate = w.found;
+	fresh.head = none ? head : 0;
+	w->tstate = head;
+	w->want = fsbase;
+	w->next_off = o->tstate_next;
+	w->id_off = o->tstate_thread_id;
+	w->found = 0;
+	WALK_LOOP(thread_step, 32, PYPERF_MAX_THREADS, c);
+	fresh.tstate = w->found;
 	fresh.stamp_ns = now;
 	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
-	return w.found;
+	return fresh.tstate;
 }
 
 /* ---- walking the frames ---- */
-
-struct frame_walk {
-	struct scratch *s;
-	const struct py_offsets *o;
-	__u64 frame;
-	__u64 before;            /* the frame walked before the current one */
-	__u64 hash;
-	__u32 flags;
-	__u32 read_len;          /* bytes of a frame to read */
-	__u32 win_size;          /* bytes to read below a frame (3.11+ frames are stacked) */
-	__u16 code_lo, code_len; /* span of a code object holding the check fields */
-	/* --async: the leaf-side run of frames up to the first shim, and the
-	 * outermost coroutine frame in it (the running task's own coroutine) */
-	__u64 anchor_frame;
-	__u32 anchor_n;          /* frames up to and including it; 0: none */
-	bool seg_closed;         /* a shim was passed: later frames are the
-				  * event loop's, not the task's */
-};
 
 static __always_inline __u64 mix(__u64 h, __u64 v)
 {
@@ -102,10 +111,11 @@ static __always_inline __u64 buf_u64(const __u8 *buf, __u16 off)
 /* A code object's identity beyond its address, which the allocator reuses:
  * co_firstlineno mixed with the addresses of co_filename and co_name.  The
  * loader computes the same from the object it reads (py_code_check). */
-static __always_inline __u32 code_check(struct frame_walk *w, __u64 code, struct code_id *id)
+static __always_inline __u32 code_check(struct walk_ctx *c, __u64 code, struct code_id *id)
 {
-	const struct py_offsets *o = w->o;
-	__u8 *buf = w->s->code_buf;
+	const struct py_offsets *o = c->o;
+	struct frame_walk *w = &c->s->fw;
+	__u8 *buf = c->s->code_buf;
 	__u32 len = w->code_len;
 
 	if (len > PYPERF_FRAME_READ_MAX)
@@ -129,36 +139,39 @@ static __always_inline void str_seen(const struct py_offsets *o, __u64 str, stru
 		out->length = -1;
 }
 
-/* second pass, only for a stack new in this counts map: identify its code objects */
-static long check_step(__u32 i, struct frame_walk *w)
+/* second pass, only for a stack new in this counts map: identify its code
+ * objects (the code_id is built in the scratch map: struct scratch says why) */
+static long check_step(__u32 i, struct walk_ctx *c)
 {
+	struct scratch *s = c->s;
+	struct code_id *id = &s->cid;
 	struct py_frame *f;
 
-	if (i >= w->s->ev.nframes)
+	if (i >= s->ev.nframes)
 		return 1;
-	struct code_id id = {};
-	struct code_id_key k = { .tgid = w->s->ev.pid };
-
-	f = &w->s->ev.frames[i & (PYPERF_MAX_FRAMES - 1)];
-	f->check = code_check(w, f->code, &id);
+	__builtin_memset(id, 0, sizeof(*id));
+	s->cid_key.tgid = s->ev.pid;
+	f = &s->ev.frames[MASKED(i, PYPERF_MAX_FRAMES - 1)];
+	f->check = code_check(c, f->code, id);
 	if (f->check) { /* kept for the loader, should the object be gone by then */
-		k.code = f->code;
-		k.check = f->check;
-		str_seen(w->o, id.filename, &id.file_seen);
-		str_seen(w->o, id.name, &id.name_seen);
-		bpf_map_update_elem(&code_ids, &k, &id, BPF_ANY);
+		s->cid_key.code = f->code;
+		s->cid_key.check = f->check;
+		str_seen(c->o, id->filename, &id->file_seen);
+		str_seen(c->o, id->name, &id->name_seen);
+		bpf_map_update_elem(&code_ids, &s->cid_key, id, BPF_ANY);
 	}
 	return 0;
 }
+WALK_CHUNKS(check_step, 16, WALK_NEEDS_PROC)
 
 /* The bytes of the frame at w->frame, from the window or read into it.  3.11+
  * keeps frames of Python-to-Python calls stacked in one memory area, callers
  * below callees, so one read below the leaf covers several frames.  The
  * window never reaches below the frame's own page, so reading it fails only
  * where reading the frame alone would. */
-static __always_inline __u8 *frame_bytes(struct frame_walk *w)
+static __always_inline __u8 *frame_bytes(struct scratch *s)
 {
-	struct scratch *s = w->s;
+	struct frame_walk *w = &s->fw;
 	__u64 fr = w->frame, end = fr + w->read_len, lo;
 	__u32 len;
 
@@ -181,12 +194,13 @@ static __always_inline __u8 *frame_bytes(struct frame_walk *w)
 	return s->window + ((fr - s->win_lo) & (PYPERF_WINDOW - 1));
 }
 
-static long frame_step(__u32 i, struct frame_walk *w)
+static long frame_step(__u32 i, struct walk_ctx *c)
 {
-	const struct py_offsets *o = w->o;
+	const struct py_offsets *o = c->o;
+	struct frame_walk *w = &c->s->fw;
 	__u8 *buf, owner;
 	__u64 code, at = w->frame;
-	__u32 instr, n = w->s->ev.nframes; /* in the map value: untracked, so
+	__u32 instr, n = c->s->ev.nframes; /* in the map value: untracked, so
 						* the verifier need not unroll the loop */
 	struct py_frame *f;
 
@@ -196,7 +210,7 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		w->flags |= STACK_TRUNCATED;
 		return 1;
 	}
-	buf = frame_bytes(w);
+	buf = frame_bytes(c->s);
 	if (!buf) {
 		w->flags |= STACK_BAD_READ;
 		return 1;
@@ -217,7 +231,7 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		if (n > 0)
 			w->seg_closed = true;
 		if (n > 0 && n <= PYPERF_MAX_FRAMES) {
-			w->s->ev.frames[(n - 1) & (PYPERF_MAX_FRAMES - 1)].instr |= PY_FRAME_ENTRY;
+			c->s->ev.frames[MASKED(n - 1, PYPERF_MAX_FRAMES - 1)].instr |= PY_FRAME_ENTRY;
 			w->hash = mix(w->hash, n);
 		}
 		return 0;
@@ -231,15 +245,16 @@ static long frame_step(__u32 i, struct frame_walk *w)
 		w->anchor_frame = at;
 		w->anchor_n = n + 1;
 	}
-	f = &w->s->ev.frames[n & (PYPERF_MAX_FRAMES - 1)];
+	f = &c->s->ev.frames[MASKED(n, PYPERF_MAX_FRAMES - 1)];
 	f->code = code;
 	f->instr = instr;
 	w->hash = mix(mix(w->hash, code), instr);
 	if (o->frame_globals != PYPERF_NO_OFFSET)
 		w->hash = mix(w->hash, buf_u64(buf, o->frame_globals));
-	w->s->ev.nframes = n + 1;
+	c->s->ev.nframes = n + 1;
 	return 0;
 }
+WALK_CHUNKS(frame_step, 16, WALK_NEEDS_PROC)
 
 /* ---- the running asyncio task (--async) ---- */
 

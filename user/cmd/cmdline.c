@@ -81,6 +81,7 @@ int cmdline_env(struct session_opts *o)
 	o->idle_close_s = e.idle_close_s;
 	o->debuginfo_path = e.debuginfo_path;
 	o->vmlinux_btf = e.vmlinux_btf;
+	o->no_bpf_loop = e.no_bpf_loop;
 	return 0;
 }
 

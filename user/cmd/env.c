@@ -51,6 +51,9 @@ int env_read(struct env *e, char *err, size_t errlen)
 	if ((r = number("PYPERF_STACK_SCAN", 0, 1, &v, err, errlen)) < 0)
 		return -1;
 	e->no_stack_scan = r && !v;
+	if ((r = number("PYPERF_BPF_LOOP", 0, 1, &v, err, errlen)) < 0)
+		return -1;
+	e->no_bpf_loop = r && !v;
 	if ((r = number("PYPERF_IDLE_CLOSE_S", 1, 86400, &v, err, errlen)) < 0)
 		return -1;
 	if (r)

@@ -18,6 +18,8 @@ struct env {
 				      * are searched (NULL: by the binary's prefix) */
 	const char *vmlinux_btf;     /* PYPERF_VMLINUX_BTF: the kernel's BTF from this file
 				      * (NULL: /sys/kernel/btf/vmlinux) */
+	bool no_bpf_loop;            /* PYPERF_BPF_LOOP=0: the walks without bpf_loop, as on
+				      * kernels before 5.17, on any kernel (tests, make bench) */
 	bool no_stack_scan;          /* PYPERF_STACK_SCAN=0: code without CFI is left by
 				      * frame pointers only (for make bench) */
 	unsigned idle_close_s;       /* PYPERF_IDLE_CLOSE_S: a binary no process maps is

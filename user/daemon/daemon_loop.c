@@ -464,6 +464,7 @@ int daemon_run(const char *config_path, const struct daemon_setting *args, int n
 	d.stack_idle_s = env.idle_close_s ? env.idle_close_s : STACK_IDLE_S;
 	o.debuginfo_path = env.debuginfo_path;
 	o.vmlinux_btf = env.vmlinux_btf;
+	o.no_bpf_loop = env.no_bpf_loop;
 	dlog(DLOG_INFO, "profiling CPython processes (%s mode) at %d Hz, one profile per process "
 	     "every %.0f s%s%s%s%s%s%s", mode_name(d.cfg.mode),
 	     d.cfg.freq, d.cfg.interval, d.cfg.dir[0] ? " to " : "", d.cfg.dir,

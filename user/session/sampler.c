@@ -6,6 +6,7 @@
  * counts), then read-and-delete the idle map in batches.  Nothing is lost at a
  * flip and nothing is counted twice. */
 #include "sampler.h"
+#include "sampler_compat.h"
 #include "errmsg.h"
 #include "clock.h"
 #include "native.h"
@@ -16,6 +17,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <bpf/btf.h>
 #include <errno.h>
 #include <pthread.h>
 #include <linux/capability.h>
@@ -34,8 +36,14 @@
 
 #define DRAIN_BATCH 4096
 
+/* bytes of a program's verifier statistics (log level 4: a few lines) */
+#define VERIFIER_LOG 1024
+#define MAX_PROGS 64
+
 struct sampler {
 	struct pyperf_bpf *skel;
+	bool compat;                 /* the object without bpf_loop (sampler_compat.c) */
+	char (*vlog)[VERIFIER_LOG];  /* per program, the verifier's statistics (or NULL) */
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int *pfds;
@@ -312,11 +320,41 @@ static int dispatch(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* processes whose mappings the native unwinder knows, where that table is
+ * preallocated (kernels before 6.1, with the object without bpf_loop) */
+#define COMPAT_NATIVE_PROCS 1024
+
+/* The skeleton over the object built without bpf_loop: pyperf_bpf__open_opts
+ * with that object's ELF bytes in place of its own (the two skeletons'
+ * declarations are the same: the Makefile checks). */
+static struct pyperf_bpf *open_compat(const struct bpf_object_open_opts *opts)
+{
+	struct pyperf_bpf *obj = calloc(1, sizeof(*obj));
+	int e;
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	e = pyperf_bpf__create_skeleton(obj);
+	if (!e) {
+		obj->skeleton->data = (void *)sampler_compat_elf(&obj->skeleton->data_sz);
+		e = bpf_object__open_skeleton(obj->skeleton, opts);
+	}
+	if (e) {
+		pyperf_bpf__destroy(obj);
+		errno = -e;
+		return NULL;
+	}
+	return obj;
+}
+
 int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		 const struct sampler_events *ev, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct sampler *s;
+	bool compat;
 	int e;
 
 	const char *btf = o->vmlinux_btf ? o->vmlinux_btf : "/sys/kernel/btf/vmlinux";
@@ -328,11 +366,14 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	}
 	libbpf_verbose = o->verbose;
 	libbpf_set_print(print_libbpf);
-	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 0) {
-		set_err(err, errlen, "this kernel lacks the bpf_loop helper (Linux 5.17 or later is "
-			 "needed)");
-		return -1;
-	}
+	/* the kernel is probed, not its version parsed (backports): without
+	 * bpf_loop, the object built for such kernels (bpf/loop.bpf.h) */
+	compat = o->no_bpf_loop ||
+		 libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) != 1;
+	if (compat && o->verbose)
+		fprintf(stderr, "pyperf-bpf: %s: the walks run as bounded loops of global "
+			"functions (bpf/loop.bpf.h)\n", o->no_bpf_loop ? "PYPERF_BPF_LOOP=0" :
+			"this kernel has no bpf_loop (Linux 5.17)");
 	oo.btf_custom_path = o->vmlinux_btf;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -347,7 +388,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		free(s);
 		return -1;
 	}
-	s->skel = pyperf_bpf__open_opts(&oo);
+	s->compat = compat;
+	s->skel = compat ? open_compat(&oo) : pyperf_bpf__open_opts(&oo);
 	if (!s->skel) {
 		explain_load_error(errno, err, errlen);
 		free(s->stack);
@@ -414,6 +456,15 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.offcpu_slots, 1u << bits);
 		s->skel->rodata->offcpu_slot_bits = bits;
 	}
+	if (compat) {
+		/* before 6.1 a perf_event program may use only preallocated
+		 * hash maps: native_procs is preallocated there, and smaller
+		 * (16 KiB a process) */
+		struct bpf_map *m = s->skel->maps.native_procs;
+
+		bpf_map__set_map_flags(m, bpf_map__map_flags(m) & ~BPF_F_NO_PREALLOC);
+		bpf_map__set_max_entries(m, COMPAT_NATIVE_PROCS);
+	}
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 	bpf_map__set_max_entries(s->skel->maps.scratch_map,
@@ -421,6 +472,25 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
+	}
+	/* the kernel's own names of kernel addresses: a syscall program
+	 * (5.14) with bpf_snprintf (5.13); without, /proc/kallsyms
+	 * (naming_name_kernel) */
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SYSCALL, NULL) != 1)
+		bpf_program__set_autoload(s->skel->progs.name_ksym, false);
+	if (o->verifier_stats && (s->vlog = calloc(MAX_PROGS, VERIFIER_LOG))) {
+		/* level 4: the statistics alone (level 1 would log every
+		 * instruction: megabytes); a failed load's reasons then need -v */
+		struct bpf_program *prog;
+		int i = 0;
+
+		bpf_object__for_each_program(prog, s->skel->obj) {
+			if (i < MAX_PROGS && bpf_program__autoload(prog)) {
+				bpf_program__set_log_buf(prog, s->vlog[i], VERIFIER_LOG);
+				bpf_program__set_log_level(prog, 4);
+			}
+			i++;
+		}
 	}
 	e = pyperf_bpf__load(s->skel);
 	if (e) {
@@ -701,16 +771,28 @@ void sampler_forget(struct sampler *s, uint32_t pid)
 }
 
 /* A table is a BPF array of its own, filled through a short-lived mmap of it
- * (a kept mapping would count in our RSS). */
+ * (a kept mapping would count in our RSS).  It has the BTF types of the
+ * outer map's template: Linux 6.1 compares what it derives from them (a
+ * timer's place, "none" with BTF and "unknown" without) and refuses a
+ * table made without. */
 static long store_create(void *ctx, const struct unwind_row *t, size_t n)
 {
+	struct sampler *s = ctx;
+	const struct btf *btf = bpf_object__btf(s->skel->obj);
 	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
 	size_t len = (n * sizeof(*t) + 4095) / 4096 * 4096;
-	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(__u32), sizeof(*t),
-				(__u32)n, &mo);
+	int key = btf ? btf__find_by_name_kind(btf, "__u32", BTF_KIND_TYPEDEF) : -1;
+	int value = btf ? btf__find_by_name_kind(btf, "unwind_row", BTF_KIND_STRUCT) : -1;
+	int fd;
 	void *m;
 
-	(void)ctx;
+	if (key > 0 && value > 0) {
+		mo.btf_fd = bpf_object__btf_fd(s->skel->obj);
+		mo.btf_key_type_id = (__u32)key;
+		mo.btf_value_type_id = (__u32)value;
+	}
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows", sizeof(__u32), sizeof(*t), (__u32)n,
+			    &mo);
 	if (fd < 0)
 		return -1;
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -1053,10 +1135,54 @@ int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
 	return 0;
 }
 
+/* the number after key in a verifier log, or 0 */
+static uint64_t log_number(const char *log, const char *key)
+{
+	const char *p = strstr(log, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+int sampler_programs(struct sampler *s, struct sampler_prog_info *out, int max)
+{
+	struct bpf_program *prog;
+	int i = 0, n = 0;
+
+	if (!s->vlog)
+		return 0;
+	bpf_object__for_each_program(prog, s->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (i < MAX_PROGS && n < max && fd >= 0) {
+			memset(&info, 0, sizeof(info));
+			memset(&out[n], 0, sizeof(out[n]));
+			snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(prog));
+			s->vlog[i][VERIFIER_LOG - 1] = 0;
+			out[n].verified_insns = log_number(s->vlog[i], "processed ");
+			out[n].verify_us = log_number(s->vlog[i], "verification time ");
+			if (!bpf_obj_get_info_by_fd(fd, &info, &len)) {
+				out[n].insns = info.xlated_prog_len / 8;
+				out[n].jited_bytes = info.jited_prog_len;
+			}
+			n++;
+		}
+		i++;
+	}
+	return n;
+}
+
+bool sampler_bounded_loops(const struct sampler *s)
+{
+	return s->compat;
+}
+
 void sampler_close(struct sampler *s)
 {
 	if (!s)
 		return;
+	free(s->vlog);
 	if (s->links)
 		sampler_stop(s);
 	free(s->links);

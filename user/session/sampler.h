@@ -28,6 +28,9 @@ struct sampler_opts {
 	uint64_t interval;           /* bytes a walk stands for on average: --mode faults
 				      * (0: FAULT_INTERVAL_DEFAULT), --mode alloc (0:
 				      * ALLOC_INTERVAL_DEFAULT) */
+	bool verifier_stats;         /* keep each program's verifier figures (sampler_programs) */
+	bool no_bpf_loop;            /* open the object without bpf_loop (bpf/loop.bpf.h)
+				      * even where the kernel has it */
 	const char *vmlinux_btf;     /* the kernel's BTF for CO-RE from this file instead of
 				      * /sys/kernel/btf/vmlinux (NULL: that one) */
 	unsigned events;             /* --events: EVENTS_GC | EVENTS_IMPORT */
@@ -162,6 +165,19 @@ void sampler_stats(struct sampler *s, uint64_t out[STAT_NR]);
  * (--mode wall|offcpu; 0 when not loaded). */
 int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
 		       uint64_t *run_time_ns);
+/* What the verifier did with one loaded program (sampler_opts.verifier_stats). */
+struct sampler_prog_info {
+	char name[32];
+	uint64_t verified_insns;     /* instructions the verifier processed */
+	uint64_t verify_us;          /* its time, as the kernel measured it */
+	uint32_t insns;              /* the program's size after the verifier */
+	uint32_t jited_bytes;        /* its machine code */
+};
+/* The loaded programs' verifier figures into out (at most max); their
+ * number, 0 without sampler_opts.verifier_stats. */
+int sampler_programs(struct sampler *s, struct sampler_prog_info *out, int max);
+/* Do the walks run without bpf_loop (bpf/loop.bpf.h)? */
+bool sampler_bounded_loops(const struct sampler *s);
 void sampler_close(struct sampler *s);
 
 #endif

@@ -993,7 +993,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
 		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu, "
 		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu, \"stat_allocs\": %llu, "
-		"\"stat_alloc_walks\": %llu, \"stat_offcpu_lost\": %llu, \"stat_scan_ns\": %llu}\n",
+		"\"stat_alloc_walks\": %llu, \"stat_offcpu_lost\": %llu, \"stat_scan_ns\": %llu, ",
 		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
 		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
 		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
@@ -1015,6 +1015,20 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		(unsigned long long)st[STAT_FAULT_WALKS], (unsigned long long)st[STAT_ALLOCS],
 		(unsigned long long)st[STAT_ALLOC_WALKS], (unsigned long long)st[STAT_OFFCPU_LOST],
 		(unsigned long long)st[STAT_SCAN_NS]);
+	/* how the walks run, and what the verifier did with each program */
+	fprintf(f, "\"walks\": \"%s\", \"programs\": [",
+		sampler_bounded_loops(r->s) ? "bounded loops" : "bpf_loop");
+	{
+		struct sampler_prog_info pi[64];
+		int n = sampler_programs(r->s, pi, 64);
+
+		for (int i = 0; i < n; i++)
+			fprintf(f, "%s{\"name\": \"%s\", \"verified_insns\": %llu, \"verify_us\": %llu, "
+				"\"insns\": %u, \"jited_bytes\": %u}", i ? ", " : "", pi[i].name,
+				(unsigned long long)pi[i].verified_insns,
+				(unsigned long long)pi[i].verify_us, pi[i].insns, pi[i].jited_bytes);
+	}
+	fprintf(f, "]}\n");
 	fclose(f);
 }
 
@@ -1039,6 +1053,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .stack_scan = !o->no_stack_scan,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
 				   .vmlinux_btf = o->vmlinux_btf, .events = o->events,
+				   .no_bpf_loop = o->no_bpf_loop,
+				   .verifier_stats = o->stats_json != NULL,
 				   .timeline = o->timeline };
 	char err[1024];
 	struct dbgfetch *fetch = NULL;

@@ -47,6 +47,7 @@ struct session_opts {
 	unsigned idle_close_s;       /* binaries unmapped this long are let go (0: 30 s) */
 	const char *debuginfo_path;  /* PYPERF_DEBUGINFO_PATH (see struct native) */
 	const char *vmlinux_btf;     /* PYPERF_VMLINUX_BTF (see struct sampler_opts) */
+	bool no_bpf_loop;            /* PYPERF_BPF_LOOP=0 (see struct sampler_opts) */
 	unsigned drain_ms;           /* how often counts are moved to user space (0: 1000);
 				      * each drain makes the sampler announce every stack
 				      * again the first time it recurs */
