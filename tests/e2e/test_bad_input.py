@@ -44,7 +44,8 @@ def test_bad_option_is_one_line_and_exit_2(args, needle, tmp_path):
 @pytest.mark.parametrize("var,value", [("PYPERF_COUNTS_ENTRIES", "lots"),
                                        ("PYPERF_COUNTS_ENTRIES", "0"),
                                        ("PYPERF_UNWIND_BYTES", "12"),
-                                       ("PYPERF_OFFCPU_SLOTS", "3")])
+                                       ("PYPERF_OFFCPU_SLOTS", "3"),
+                                       ("PYPERF_BPF_LOOP", "no")])
 def test_bad_environment_is_refused_by_every_command(command, var, value, tmp_path):
     """Every command reads the PYPERF_* variables through one checked path:
     a bad value is a one-line error before anything starts."""

@@ -1,0 +1,120 @@
+"""The kernel matrix: the smoke set (kernel_smoke.py: each mode loads and
+attributes a known split, a merged qsort callback, the daemon writes a
+profile, dump) on Debian's own kernels of the series fleets run, each booted
+under qemu with virtme-ng over this machine's root, and on this kernel with
+the walks forced off bpf_loop.
+
+Kernels: scripts/kernels (run by scripts/setup --test-deps) unpacks the
+newest Debian kernel of each series into /var/cache/pyperf-bpf/kernels
+(PYPERF_KERNELS): bullseye's 5.10 (no bpf_loop: the walks run as bounded
+loops, bpf/loop.bpf.h), bookworm's 6.1, trixie's 6.12 and sid's newest.
+virtme-ng comes from PyPI into /var/cache/pyperf-bpf/vng (PYPERF_VNG).
+This machine's nested KVM hangs at boot, so qemu emulates (TCG): a boot
+takes about half a minute, and the checks compare shares and names, never
+rates.  One boot per kernel runs the whole set; each check is its own test."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYPERF, ROOT
+
+KERNELS = os.environ.get("PYPERF_KERNELS", "/var/cache/pyperf-bpf/kernels")
+VNG = os.path.join(os.environ.get("PYPERF_VNG", "/var/cache/pyperf-bpf/vng"), "bin", "vng")
+SMOKE = os.path.join(ROOT, "tests", "e2e", "kernel_smoke.py")
+CHECKS = ["cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "daemon", "dump"]
+# the series of the matrix, and how each walks (no bpf_loop before 5.17)
+SERIES = {"5.10": "bounded loops", "6.1": "bpf_loop", "6.12": "bpf_loop", "newest": "bpf_loop"}
+
+
+def workload_python():
+    """a CPython with its shared libpython, which every check's workload runs
+    under (the behaviour checked does not depend on its version)"""
+    for v in ("3.12", "3.13", "3.11"):
+        for p in sorted(os.popen(f"ls -d /root/.pyenv/versions/{v}.*/bin/python{v} 2>/dev/null")
+                        .read().split()):
+            return p
+    pytest.fail("no pyenv CPython 3.11-3.13 for the kernel smoke set")
+
+
+def results_of(out):
+    path = os.path.join(out, "results.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+_host = {}
+
+
+@pytest.fixture(scope="module", params=["bpf_loop", "bounded loops"])
+def host_run(request, tmp_path_factory):
+    """the smoke set on this kernel, with bpf_loop and forced without"""
+    walks = request.param
+    if walks not in _host:
+        out = str(tmp_path_factory.mktemp("smoke"))
+        env = dict(os.environ, PYPERF_BPF_LOOP="0" if walks == "bounded loops" else "1")
+        r = subprocess.run(["python3", SMOKE, PYPERF, workload_python(), out], env=env,
+                           capture_output=True, text=True, timeout=900)
+        _host[walks] = (results_of(out), r)
+    return walks, _host[walks]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_smoke_on_this_kernel(host_run, check):
+    walks, (res, r) = host_run
+    assert res, f"the smoke set wrote no results: {r.stderr[-2000:]}"
+    assert res["info"]["walks"] == walks, res["info"]
+    c = res["checks"][check]
+    assert c["ok"], f"{check} ({walks}): {c['why']}"
+
+
+_vm = {}
+
+
+def boot(series, tmp_path_factory):
+    """results of the smoke set run inside `series`' kernel, booted once"""
+    if series in _vm:
+        return _vm[series]
+    kernel = os.path.join(KERNELS, series, "kernel")
+    if not os.path.exists(kernel):
+        pytest.fail(f"no {series} kernel in {KERNELS}: scripts/setup --test-deps fetches "
+                    "Debian's (scripts/kernels)")
+    if not os.access(VNG, os.X_OK):
+        pytest.fail(f"virtme-ng is not installed at {VNG}: scripts/setup --test-deps installs it "
+                    "from PyPI")
+    # the guest sees this machine's root; /tmp is writable there, and the
+    # results come back through it
+    out = str(tmp_path_factory.mktemp(f"vm-{series}"))
+    assert out.startswith("/tmp/"), out
+    # transparent huge pages off in the guest (Debian's kernels map a big
+    # bytearray with 2 MiB pages: a few faults, not the 4 KiB ones the
+    # faults check counts)
+    guest = (f"echo never > /sys/kernel/mm/transparent_hugepage/enabled; "
+             f"python3 {SMOKE} {PYPERF} {workload_python()} {out} --emulated")
+    env = dict(os.environ, PATH=os.path.dirname(VNG) + ":" + os.environ["PATH"])
+    try:
+        r = subprocess.run([VNG, "--disable-kvm", "--run", kernel, "--cpus", "2", "--memory", "2G",
+                            "--rwdir", "/tmp", "--exec", guest],
+                           capture_output=True, text=True, timeout=1200, env=env, cwd="/tmp")
+        why = f"vng exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}"
+    except subprocess.TimeoutExpired as e:
+        why = f"the {series} guest ran past 1200 s: {str(e.stdout)[-1000:]}"
+    _vm[series] = (results_of(out), why)
+    return _vm[series]
+
+
+@pytest.fixture(scope="module", params=list(SERIES))
+def vm_run(request, tmp_path_factory):
+    return request.param, boot(request.param, tmp_path_factory)
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_smoke_on_debian_kernel(vm_run, check):
+    series, (res, why) = vm_run
+    assert res, f"{series}: the guest wrote no results: {why}"
+    assert res["info"]["walks"] == SERIES[series], res["info"]
+    c = res["checks"][check]
+    assert c["ok"], f"{check} on {res['info']['kernel']}: {c['why']}"
