@@ -207,6 +207,35 @@ class Smoke:
         assert blocks and "leaf_a" in blocks[-1], r.stdout[-800:]
         return {"refreshes": len(blocks)}
 
+    def timeline(self, name):
+        """--events gc,import (USDT markers: Debian's interpreter carries
+        them), --gil and --async, into a timeline: the collections and the
+        slow import the workload made are events of the trace"""
+        py = "/usr/bin/python3.11"
+        assert os.path.exists(py), "no /usr/bin/python3.11 (Debian's, with USDT markers)"
+        slow = os.path.join(self.out, "slow")
+        os.makedirs(slow, exist_ok=True)
+        with open(os.path.join(slow, "slowmod.py"), "w") as f:
+            f.write("import time\ntime.sleep(0.4)\n")
+        with open(os.path.join(slow, "quickmod.py"), "w") as f:
+            f.write("x = 1\n")
+        trace = os.path.join(self.out, name + ".trace.json")
+        truth = os.path.join(self.out, name + "-truth.json")
+        r = self.run(["record", "-q", "-F", "99", "--events", "gc,import", "--gil", "--async",
+                      "-o", trace, "--", py, os.path.join(WORKLOADS, "gc_imports.py"), truth,
+                      slow])
+        assert r.returncode == 0, r.stderr[-600:]
+        ev = json.load(open(trace))["traceEvents"]
+        gcs = [e for e in ev if e.get("cat") == "gc"]
+        imports = [e["args"]["module"] for e in ev if e.get("cat") == "import"]
+        want = sum(json.load(open(truth))["callbacks"].values())
+        # the probes go in when the process is first sampled, which under
+        # emulation may be after the workload's first collections
+        assert len(gcs) >= max(1, want // 2), \
+            f"{len(gcs)} GC events, the workload saw {want} collections"
+        assert "slowmod" in imports, imports[:20]
+        return {"gc": len(gcs), "imports": len(imports)}
+
     def daemon(self, name):
         d = os.path.join(self.out, "daemon")
         os.makedirs(d, exist_ok=True)
@@ -261,8 +290,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     s = Smoke(pyperf, python, out, emulated="--emulated" in sys.argv[4:])
     info = {"kernel": os.uname().release}
-    for name in ("cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "daemon",
-                 "dump"):
+    for name in ("cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "timeline",
+                 "daemon", "dump"):
         s.check(name, getattr(s, name))
     r = subprocess.run([pyperf, "record", "-v", "-d", "0.1", "--allow-empty", "-f", "folded", "-o",
                         os.path.join(out, "empty.folded")],

@@ -23,7 +23,8 @@ from conftest import PYPERF, ROOT
 KERNELS = os.environ.get("PYPERF_KERNELS", "/var/cache/pyperf-bpf/kernels")
 VNG = os.path.join(os.environ.get("PYPERF_VNG", "/var/cache/pyperf-bpf/vng"), "bin", "vng")
 SMOKE = os.path.join(ROOT, "tests", "e2e", "kernel_smoke.py")
-CHECKS = ["cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "daemon", "dump"]
+CHECKS = ["cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "timeline", "daemon",
+          "dump"]
 # the series of the matrix, and how each walks (no bpf_loop before 5.17)
 SERIES = {"5.10": "bounded loops", "6.1": "bpf_loop", "6.12": "bpf_loop", "newest": "bpf_loop"}
 

@@ -36,8 +36,11 @@
 
 #define DRAIN_BATCH 4096
 
-/* bytes of a program's verifier statistics (log level 4: a few lines) */
-#define VERIFIER_LOG 1024
+/* bytes of a program's verifier statistics: level 4 leaves a few lines,
+ * but the kernel refuses the load (ENOSPC) when what it wrote on the way
+ * (and took back) ever ran past the buffer: 1 KiB did on 6.18.  Only the
+ * pages written are resident. */
+#define VERIFIER_LOG 65536
 #define MAX_PROGS 64
 
 struct sampler {
