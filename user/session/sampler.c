@@ -1138,12 +1138,16 @@ int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
 	return 0;
 }
 
-/* the number after key in a verifier log, or 0 */
+/* the number after key at the start of a line of a verifier log, or 0
+ * (7.2 also has a line "insns processed A+B+..." per function) */
 static uint64_t log_number(const char *log, const char *key)
 {
-	const char *p = strstr(log, key);
+	size_t k = strlen(key);
 
-	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+	for (const char *p = log; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, key, k))
+			return strtoull(p + k, NULL, 10);
+	return 0;
 }
 
 int sampler_programs(struct sampler *s, struct sampler_prog_info *out, int max)
