@@ -105,9 +105,10 @@ def test_plt_stub_frames_are_named_after_their_own_stub(tmp_path):
             stubs[fn[-1]] = stubs.get(fn[-1], 0) + count
     assert spin > 1000, r.stderr
     assert set(stubs) <= {"labs@plt", "abs@plt"}, stubs
-    # each stub is seen: labs@plt is not the first stub of .plt, so naming every
-    # stub after the first would show abs@plt alone.  Where in a one-instruction
-    # stub a timer sample lands varies from run to run: each stub got 18-116 of
-    # ~2000 samples in nine runs; 0.25 % is far below either
-    assert stubs.get("labs@plt", 0) >= 0.0025 * spin and stubs.get("abs@plt", 0) >= 0.0025 * spin, \
-        (stubs, spin)
+    # abs@plt is the first stub of .plt, so naming every stub after the first
+    # would show abs@plt alone: labs@plt must be there.  How many samples land
+    # in each one-instruction stub depends on the processor: each got 18-116
+    # of ~2000 on earlier machines, but abs@plt gets 0-12 here, with this build
+    # and with the one before it alike (labs@plt 128-183), so its count tells
+    # nothing of the naming and is not asked for
+    assert stubs.get("labs@plt", 0) >= 0.0025 * spin, (stubs, spin)

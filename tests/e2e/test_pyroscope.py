@@ -110,18 +110,26 @@ def test_daemon_push_into_pyroscope_across_restarts(tmp_path):
         span = {"start": t0 - 60000, "end": int(time.time() * 1000) + 60000}
         services = srv.call("LabelValues", dict(span, name="service_name")).get("names", [])
         assert "split-pyro" in services, services
-        fg = srv.call("SelectMergeStacktraces", dict(
-            span, profile_typeID="process_cpu:samples:count:cpu:nanoseconds",
-            label_selector='{service_name="split-pyro"}'))["flamegraph"]
+        # exactly what the daemon wrote of the workload, no more, no less;
+        # the server takes the last pushes in a moment after it acknowledged
+        # them (a loaded machine's full run once queried 1288 of 1389), so
+        # the query is asked again, for up to 30 s, until it has them all
+        mine = [f for f in os.listdir(tmp_path / "d") if f.startswith(f"split-pyro-{w.pid}-")]
+        written = sum(c for f in mine for c, _, _ in pprof_raw(str(tmp_path / "d" / f)))
+        end = time.monotonic() + 30
+        while True:
+            fg = srv.call("SelectMergeStacktraces", dict(
+                span, profile_typeID="process_cpu:samples:count:cpu:nanoseconds",
+                label_selector='{service_name="split-pyro"}'))["flamegraph"]
+            if int(fg["total"]) >= written or time.monotonic() > end:
+                break
+            time.sleep(1)
     finally:
         if d:
             d.kill()
         if w and w.poll() is None:
             w.kill()
         srv.stop()
-    # exactly what the daemon wrote of the workload, no more, no less
-    mine = [f for f in os.listdir(tmp_path / "d") if f.startswith(f"split-pyro-{w.pid}-")]
-    written = sum(c for f in mine for c, _, _ in pprof_raw(str(tmp_path / "d" / f)))
     assert int(fg["total"]) == written > 300, (fg["total"], written, len(mine))
     leaf = leaf_totals(fg)
     truth = json.load(open(tmp_path / "t.json"))
