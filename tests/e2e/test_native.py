@@ -110,7 +110,10 @@ def test_merged_split_keeps_the_python_chain_unbroken(python, tmp_path):
     every sample of the split workload merges completely, also with a
     stripped interpreter's debug files out of reach."""
     truth = tmp_path / "truth.json"
-    stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth), env=pyperf_env(python))
+    # 3 s at 999 Hz: ~3000 samples on a quiet machine, so a loaded one still
+    # gives the 1000 asked for below, and the first samples before the
+    # native tables are built (pending) stay a small share
+    stacks, r = record(python[0], tmp_path, "split.py", "3", str(truth), env=pyperf_env(python))
     total = sum(c for _, c in stacks)
     marked = sum(c for f, c in stacks
                  if PENDING not in f and any(x.startswith("[") for x in all_names(f)))
@@ -139,7 +142,9 @@ def test_perf_trampolines_do_not_break_the_merge(python, tmp_path):
     truth = tmp_path / "truth.json"
     before = set(glob.glob("/tmp/perf-*.map"))
     try:
-        stacks, r = record(python[0], tmp_path, "split.py", "2", str(truth),
+        # 3 s: room for the 1000 leaf samples asked for below on a loaded
+        # machine (as the merged-split test above)
+        stacks, r = record(python[0], tmp_path, "split.py", "3", str(truth),
                            pyflags=["-X", "perf"])
     finally:  # CPython leaves its perf map behind
         for f in set(glob.glob("/tmp/perf-*.map")) - before:
