@@ -33,7 +33,7 @@ SAN_OBJS := $(patsubst $(BUILD)/%,$(BUILD)/san/%,$(USER_OBJS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/%,$(wildcard tests/unit/test_*.c))
 UNIT_TOOLS := $(BUILD)/tests/linetable_check $(BUILD)/tests/debug_offsets_check
 
-.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak deb man
+.PHONY: all clean test unit e2e bench install deps fuzz fuzz-replay soak deb man static wheel
 all: pyperf-bpf
 
 $(BUILD)/vmlinux.h:
@@ -75,6 +75,35 @@ $(BUILD)/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(BUILD)
 
 pyperf-bpf: $(BUILD)/user/cmd/main.o $(USER_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# The static build, build/static/pyperf-bpf: one static-pie file that runs on
+# any x86-64 Linux user space (Debian 11 to 13 are tested), linked from
+# Debian's own static libraries.  The sources that say PYPERF_STATIC (in a
+# .c file: a header saying it would not be seen here) are compiled again
+# with it; it has no libdebuginfod (debuginfod-find fetches debug files), no
+# libcurl (the curl program pushes) and asks no NSS module (user/daemon/http.h,
+# user/native/dbgfetch.c, user/daemon/sink_dir.c).  glibc warns at link time
+# of a function that would need the host's shared C library at run time
+# (dlopen, NSS lookups): any such warning fails the build.
+STATIC_DIFF := $(shell grep -l PYPERF_STATIC $(wildcard user/*/*.c))
+ALL_OBJS := $(BUILD)/user/cmd/main.o $(USER_OBJS)
+STATIC_OBJS := $(filter-out $(patsubst user/%.c,$(BUILD)/user/%.o,$(STATIC_DIFF)),$(ALL_OBJS)) \
+	$(patsubst user/%.c,$(BUILD)/static/user/%.o,$(STATIC_DIFF))
+STATIC_LDLIBS := -Wl,--start-group -lbpf -ldw -lelf -lcapstone -lz -llzma -lbz2 -lprotobuf-c \
+	-ljson-c -Wl,--end-group -lstdc++ -lm
+
+$(BUILD)/static/user/%.o: user/%.c $(USER_HDRS) bpf/pyperf.h bpf/unwind_step.h $(BUILD)/pyperf.skel.h $(PROTO_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPYPERF_STATIC -c $< -o $@
+
+static: $(BUILD)/static/pyperf-bpf
+
+$(BUILD)/static/pyperf-bpf: $(STATIC_OBJS)
+	$(CC) $(CFLAGS) -static-pie $^ $(STATIC_LDLIBS) -o $@.tmp 2>$@.log || { cat $@.log >&2; exit 1; }
+	@if grep -q "statically linked applications requires" $@.log; then \
+		echo "the static link uses what needs the host's shared C library at run time:" >&2; \
+		grep -B1 "statically linked applications requires" $@.log >&2; rm -f $@.tmp; exit 1; fi
+	mv $@.tmp $@
 
 $(BUILD)/san/user/output/%.pb-c.o: $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h
 	@mkdir -p $(dir $@)
@@ -169,10 +198,10 @@ deps:
 # before anything is compiled
 test:
 	scripts/setup --test-deps
-	$(MAKE) pyperf-bpf man unit $(BUILD)/tools/pprof $(BUILD)/san/pyperf-bpf
+	$(MAKE) pyperf-bpf static man unit $(BUILD)/tools/pprof $(BUILD)/san/pyperf-bpf
 	$(PYTHON) -m pytest -q -ra tests
 
-bench: pyperf-bpf
+bench: pyperf-bpf static
 	scripts/bench
 
 # a man page per command, made from the command's own --help by help2man
@@ -197,10 +226,15 @@ install: pyperf-bpf man
 	install -D -m 0644 packaging/completion/_pyperf-bpf \
 		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_pyperf-bpf
 
-# build/pyperf-bpf_VERSION_ARCH.deb: the binary, its man page, the systemd
-# unit and its config (scripts/mkdeb)
-deb: pyperf-bpf man
+# build/pyperf-bpf_VERSION_ARCH.deb: the static binary, its man pages, the
+# systemd unit and its config (scripts/mkdeb), for Debian 11, 12 and 13
+deb: static man
 	scripts/mkdeb
+
+# build/pyperf_bpf-VERSION-py3-none-manylinux_2_17_x86_64...whl: the static
+# binary as a wheel's script, for pip install (scripts/mkwheel)
+wheel: static
+	scripts/mkwheel
 
 clean:
 	rm -rf $(BUILD) pyperf-bpf

@@ -12,12 +12,16 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PYPERF = os.path.join(ROOT, "pyperf-bpf")
+# the dynamic build; PYPERF_BIN=build/static/pyperf-bpf runs the suite (or a
+# part of it) with the static one
+PYPERF = os.path.abspath(os.environ.get("PYPERF_BIN", os.path.join(ROOT, "pyperf-bpf")))
+STATIC = os.path.join(ROOT, "build/static/pyperf-bpf")
 # py-spy and austin, the referees: scripts/setup --test-deps installs them
 PEERS = os.environ.get("PYPERF_PEERS", "/var/cache/pyperf-bpf/peers")
 
@@ -174,6 +178,24 @@ def pyperf_env(python):
     """The environment to run the profiler in for a parameter of
     merged_pythons() (None: this one's own)."""
     return {**os.environ, **python[2]} if len(python) > 2 else None
+
+
+BUILDS = ["dynamic", "static"]
+
+
+@pytest.fixture
+def build(request, monkeypatch):
+    """Which build a test runs (parametrize it over BUILDS, indirect): the
+    static one differs where it reaches what the host has (curl for pushes,
+    debuginfod-find, /etc/group), so the tests of those run both."""
+    if request.param == "static":
+        if not os.access(STATIC, os.X_OK):
+            pytest.fail(f"no static build at {STATIC}: make static")
+        monkeypatch.setattr(sys.modules[__name__], "PYPERF", STATIC)
+    return request.param
+
+
+both_builds = pytest.mark.parametrize("build", BUILDS, indirect=True)
 
 
 def run_pyperf(args, timeout=120, **kw):

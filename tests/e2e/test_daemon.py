@@ -18,7 +18,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import PYPERF, ROOT, SUPPORTED, UNSUPPORTED, WORKLOADS, Daemon, run_pyperf
+import conftest
+from conftest import both_builds, PYPERF, ROOT, SUPPORTED, UNSUPPORTED, WORKLOADS, Daemon, run_pyperf
 from pprofread import pprof, pprof_raw, pprof_total
 
 
@@ -101,7 +102,8 @@ def test_dir_sink_sigterm_flush_and_totals(tmp_path):
     assert labels.get("pid") == str(w.pid), labels
 
 
-def test_dir_group_reads_the_profiles(tmp_path):
+@both_builds
+def test_dir_group_reads_the_profiles(build, tmp_path):
     """--group: the directory (even one that was there) 0750 and the
     profiles 0640, both of that group, so its members read them."""
     import grp
@@ -130,7 +132,7 @@ def test_dir_group_reads_the_profiles(tmp_path):
     assert stat.S_IMODE(st.st_mode) == 0o750 and st.st_gid == gid
     assert {(stat.S_IMODE(os.stat(out / f).st_mode), os.stat(out / f).st_gid) for f in files} == \
         {(0o640, gid)}
-    r = subprocess.run([PYPERF, "daemon", "--dir", str(out), "--group", "no-such-group-x"],
+    r = subprocess.run([conftest.PYPERF, "daemon", "--dir", str(out), "--group", "no-such-group-x"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "no such group" in r.stderr, r.stderr
 

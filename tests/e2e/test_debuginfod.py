@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import SUPPORTED, WORKLOADS, parse_folded, run_pyperf
+from conftest import both_builds, SUPPORTED, WORKLOADS, parse_folded, run_pyperf
 
 PYTHON = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else \
     (SUPPORTED[-1][0] if SUPPORTED else None)
@@ -100,7 +100,8 @@ def clean_env(tmp_path, **more):
     return env
 
 
-def test_a_stripped_library_is_named_through_the_server(lib, server, tmp_path):
+@both_builds
+def test_a_stripped_library_is_named_through_the_server(build, lib, server, tmp_path):
     """Without a server the static function is an address; with one its
     debug file is fetched (off the naming thread) and it is named, also in
     the stacks counted before the file came; the command keeps its
@@ -145,7 +146,8 @@ def black_hole():
     return f"http://127.0.0.1:{s.getsockname()[1]}", stop
 
 
-def test_a_server_that_never_answers_costs_no_time(lib, tmp_path):
+@both_builds
+def test_a_server_that_never_answers_costs_no_time(build, lib, tmp_path):
     """libdwfl asking the server itself held a 2 s recording for minutes;
     now the recording ends when the command does, the frames named as without a server,
     and -v says why"""
@@ -162,7 +164,8 @@ def test_a_server_that_never_answers_costs_no_time(lib, tmp_path):
     assert f"debuginfod: {bid}: the run ended before an answer" in r.stderr, r.stderr
 
 
-def test_a_server_that_is_down_costs_a_line_in_verbose(lib, tmp_path):
+@both_builds
+def test_a_server_that_is_down_costs_a_line_in_verbose(build, lib, tmp_path):
     path, bid, _ = lib
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     leaf, r = record(path, tmp_path, clean_env(tmp_path, DEBUGINFOD_URLS=url), extra=["-v"])

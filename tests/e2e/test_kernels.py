@@ -18,11 +18,16 @@ import subprocess
 
 import pytest
 
-from conftest import PYPERF, ROOT
+from conftest import PYPERF, ROOT, STATIC
 
 KERNELS = os.environ.get("PYPERF_KERNELS", "/var/cache/pyperf-bpf/kernels")
 VNG = os.path.join(os.environ.get("PYPERF_VNG", "/var/cache/pyperf-bpf/vng"), "bin", "vng")
 SMOKE = os.path.join(ROOT, "tests", "e2e", "kernel_smoke.py")
+# the static build on bullseye's own user space, in the 5.10 guest: that
+# release with its own kernel (test_distros.py runs it on this kernel)
+DISTRO = os.path.join(ROOT, "tests", "e2e", "distro_check.py")
+ROOTS = os.environ.get("PYPERF_ROOTS", "/var/cache/pyperf-bpf/roots")
+OWN_RELEASE = {"5.10": "bullseye"}
 CHECKS = ["cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "timeline", "daemon",
           "dump"]
 # the series of the matrix, and how each walks (no bpf_loop before 5.17)
@@ -73,6 +78,7 @@ def test_smoke_on_this_kernel(host_run, check):
 
 
 _vm = {}
+_vm_out = {}
 
 
 def boot(series, tmp_path_factory):
@@ -95,15 +101,23 @@ def boot(series, tmp_path_factory):
     # faults check counts)
     guest = (f"echo never > /sys/kernel/mm/transparent_hugepage/enabled; "
              f"python3 {SMOKE} {PYPERF} {workload_python()} {out} --emulated")
+    if series in OWN_RELEASE:
+        guest += (f"; python3 {DISTRO} {ROOTS}/{OWN_RELEASE[series]} {STATIC} "
+                  f"{out}/{OWN_RELEASE[series]}")
     env = dict(os.environ, PATH=os.path.dirname(VNG) + ":" + os.environ["PATH"])
     try:
+        # (the guest hides /var/cache under a tmpfs: a release's root is
+        # shared into it on its own, read-only)
+        share = ["--rodir", os.path.join(ROOTS, OWN_RELEASE[series])] \
+            if series in OWN_RELEASE else []
         r = subprocess.run([VNG, "--disable-kvm", "--run", kernel, "--cpus", "2", "--memory", "2G",
-                            "--rwdir", "/tmp", "--exec", guest],
+                            "--rwdir", "/tmp"] + share + ["--exec", guest],
                            capture_output=True, text=True, timeout=1200, env=env, cwd="/tmp")
         why = f"vng exited {r.returncode}: {(r.stdout + r.stderr)[-2000:]}"
     except subprocess.TimeoutExpired as e:
         why = f"the {series} guest ran past 1200 s: {str(e.stdout)[-1000:]}"
     _vm[series] = (results_of(out), why)
+    _vm_out[series] = out
     return _vm[series]
 
 
@@ -119,3 +133,20 @@ def test_smoke_on_debian_kernel(vm_run, check):
     assert res["info"]["walks"] == SERIES[series], res["info"]
     c = res["checks"][check]
     assert c["ok"], f"{check} on {res['info']['kernel']}: {c['why']}"
+
+
+@pytest.mark.parametrize("series", list(OWN_RELEASE))
+def test_static_build_on_a_release_with_its_own_kernel(series, tmp_path_factory):
+    """bullseye's python3.9 recorded by the static build on bullseye's own
+    user space and its own 5.10 kernel (the guest booted for the matrix)"""
+    release = OWN_RELEASE[series]
+    if not os.path.exists(os.path.join(ROOTS, release, "usr/bin/python3")):
+        pytest.fail(f"no Debian {release} root in {ROOTS}: scripts/setup --test-deps makes it")
+    if not os.access(STATIC, os.X_OK):
+        pytest.fail(f"no static build at {STATIC}: make static")
+    _, why = boot(series, tmp_path_factory)
+    res = results_of(os.path.join(_vm_out[series], release))
+    assert res, f"{release} in the {series} guest wrote no results: {why}"
+    c = res["record"]
+    assert c["ok"], f"{release} on {series}: {c['why']}"
+    assert c["python"].startswith("3.9."), c

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import (OTELCOL, SUPPORTED, WORKLOADS, Daemon, otlp_decode, python_id,
+from conftest import (both_builds, OTELCOL, SUPPORTED, WORKLOADS, Daemon, otlp_decode, python_id,
                       record_workload)
 
 def folded_label(fr):
@@ -158,7 +158,8 @@ service:
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_daemon_otlp_into_the_collector_across_restarts(protocol, tmp_path):
+@both_builds
+def test_daemon_otlp_into_the_collector_across_restarts(build, protocol, tmp_path):
     assert SUPPORTED, "no supported CPython"
     port, grpc_port = free_port(), free_port()
     col = Collector(tmp_path, port, tmp_path / "received-1.bin", grpc_port)

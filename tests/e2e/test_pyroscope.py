@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from conftest import SUPPORTED, WORKLOADS, Daemon
+from conftest import both_builds, SUPPORTED, WORKLOADS, Daemon
 from pprofread import pprof_raw
 
 PYROSCOPE = os.path.join(os.environ.get("PYPERF_PYROSCOPE", "/var/cache/pyperf-bpf/pyroscope"),
@@ -80,7 +80,8 @@ def leaf_totals(flamegraph, names=("leaf_a", "leaf_b", "leaf_c")):
     return out
 
 
-def test_daemon_push_into_pyroscope_across_restarts(tmp_path):
+@both_builds
+def test_daemon_push_into_pyroscope_across_restarts(build, tmp_path):
     assert SUPPORTED, "no supported CPython"
     ports = (free_port(), free_port(), free_port())
     srv = Pyroscope(tmp_path, ports, 1)

@@ -151,6 +151,35 @@ static const struct sink_ops dir_ops = {
 	.name = "dir", .put = dir_put, .configure = dir_configure, .close = dir_close,
 };
 
+/* The group called name: its id, or -1 if there is none.  The static build
+ * reads /etc/group itself: glibc's getgrnam would load the NSS modules of
+ * the host's own C library into a program that has another one linked in.
+ * So a group that only LDAP or SSSD knows is not found there (the daemon
+ * then says so and stops); the .deb's group, made by its postinst, is in
+ * /etc/group. */
+static gid_t group_id(const char *name)
+{
+#ifdef PYPERF_STATIC
+	FILE *f = fopen("/etc/group", "re");
+	gid_t id = (gid_t)-1;
+	struct group *g;
+
+	if (!f)
+		return (gid_t)-1;
+	while ((g = fgetgrent(f)))
+		if (!strcmp(g->gr_name, name)) {
+			id = g->gr_gid;
+			break;
+		}
+	fclose(f);
+	return id;
+#else
+	struct group *g = getgrnam(name);
+
+	return g ? g->gr_gid : (gid_t)-1;
+#endif
+}
+
 struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
 {
 	gid_t gid = (gid_t)-1;
@@ -160,13 +189,17 @@ struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errle
 	if (!cfg->dir[0])
 		return NULL;
 	if (cfg->group[0]) {
-		struct group *g = getgrnam(cfg->group);
-
-		if (!g) {
-			set_err(err, errlen, "--group %s: no such group", cfg->group);
+		gid = group_id(cfg->group);
+		if (gid == (gid_t)-1) {
+			set_err(err, errlen, "--group %s: no such group%s", cfg->group,
+#ifdef PYPERF_STATIC
+				" in /etc/group (this static build does not ask NSS)"
+#else
+				""
+#endif
+			);
 			return NULL;
 		}
-		gid = g->gr_gid;
 	}
 	if (mkdir(cfg->dir, gid == (gid_t)-1 ? 0700 : 0750) && errno != EEXIST) {
 		set_err(err, errlen, "--dir %s: %s", cfg->dir, strerror(errno));

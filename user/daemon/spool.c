@@ -17,10 +17,9 @@
 #include "errmsg.h"
 #include "clock.h"
 #include "dlog.h"
+#include "http.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,7 +35,6 @@
 
 #define BACKOFF_FIRST_S 1
 #define BACKOFF_MAX_S 60
-#define HTTP_TIMEOUT_S 20
 #define MAGIC "pyperf-spool"
 #define VERSION 1
 #define HEADER_MAX 64 /* "pyperf-spool 1 " + 20 digits + " " + 8 hex + "\n" */
@@ -68,53 +66,6 @@ static int cmp_entry(const void *a, const void *b)
 	uint64_t x = ((const struct entry *)a)->seq, y = ((const struct entry *)b)->seq;
 
 	return x < y ? -1 : x > y;
-}
-
-/* libcurl is loaded when a spool opens, not linked: with its TLS, LDAP and
- * Kerberos libraries it would add about 10 MB to the RSS of every run,
- * pushing or not. */
-static struct {
-	CURLcode (*global_init)(long);
-	CURL *(*easy_init)(void);
-	void (*easy_reset)(CURL *);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	const char *(*easy_strerror)(CURLcode);
-	void (*easy_cleanup)(CURL *);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} curl;
-
-static int load_curl(char *err, size_t errlen)
-{
-	static void *lib;
-	static const char *const names[] = {
-		"curl_global_init", "curl_easy_init", "curl_easy_reset", "curl_easy_setopt",
-		"curl_easy_perform", "curl_easy_getinfo", "curl_easy_strerror", "curl_easy_cleanup",
-		"curl_slist_append", "curl_slist_free_all",
-	};
-	void **slots = (void **)&curl;
-
-	if (lib)
-		return 0;
-	lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		set_err(err, errlen, "--push and --otlp need libcurl (Debian package libcurl4): %s", dlerror());
-		return -1;
-	}
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		/* POSIX: a data pointer from dlsym may be used as a function pointer */
-		slots[i] = dlsym(lib, names[i]);
-		if (!slots[i]) {
-			set_err(err, errlen, "libcurl.so.4 lacks %s", names[i]);
-			dlclose(lib);
-			lib = NULL;
-			return -1;
-		}
-	}
-	curl.global_init(CURL_GLOBAL_DEFAULT);
-	return 0;
 }
 
 /* The spooled files, oldest first (caller frees); NULL and 0 if none. */
@@ -346,31 +297,7 @@ int spool_check_file(const char *path, char **buf, const char **query, const cha
 
 /* ---- the uploader ---- */
 
-static size_t discard_body(void *p, size_t size, size_t n, void *ctx)
-{
-	return size * n;
-}
-
 enum { POST_RETRY, POST_SENT, POST_REFUSED };
-
-/* a gRPC answer's status, from its headers or trailers */
-struct grpc_status {
-	int code;                    /* -1: none seen */
-	char message[128];
-};
-
-static size_t grpc_header(char *p, size_t size, size_t n, void *ctx)
-{
-	struct grpc_status *g = ctx;
-	size_t len = size * n;
-
-	if (len > 12 && !strncasecmp(p, "grpc-status:", 12))
-		g->code = atoi(p + 12);
-	else if (len > 13 && !strncasecmp(p, "grpc-message:", 13))
-		snprintf(g->message, sizeof(g->message), "%.*s", (int)strcspn(p + 13, "\r\n"),
-			 p + 13 + strspn(p + 13, " "));
-	return len;
-}
 
 /* gRPC codes worth trying again (OTLP's list): CANCELLED, DEADLINE_EXCEEDED,
  * RESOURCE_EXHAUSTED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS */
@@ -382,16 +309,14 @@ static bool grpc_retryable(int code)
 
 /* POST one checked profile; the file at path is removed the moment the
  * server accepted it (see the note on duplicates at the top) */
-static int post(CURL *c, enum spool_proto proto, const char *url, const struct loaded *f,
-		const char *path, char *why, size_t whylen)
+static int post(struct http *c, enum spool_proto proto, const char *url,
+		const struct loaded *f, const char *path, char *why, size_t whylen)
 {
-	struct curl_slist *h = NULL;
-	struct grpc_status g = { .code = -1 };
+	const char *h[5] = { NULL };
+	struct http_answer a;
 	char *full = NULL, *frame = NULL;
 	const char *body = f->body;
 	size_t body_len = f->body_len;
-	long status = 0;
-	CURLcode rc;
 	int result = POST_RETRY;
 
 	if (proto == SPOOL_OTLP_GRPC) {
@@ -412,64 +337,39 @@ static int post(CURL *c, enum spool_proto proto, const char *url, const struct l
 		memcpy(frame + 5, body, body_len);
 		body = frame;
 		body_len += 5;
-		h = curl.slist_append(h, "Content-Type: application/grpc");
-		h = curl.slist_append(h, "TE: trailers");
-		h = curl.slist_append(h, "grpc-encoding: gzip");
-		h = curl.slist_append(h, "grpc-accept-encoding: gzip");
+		h[0] = "Content-Type: application/grpc";
+		h[1] = "TE: trailers";
+		h[2] = "grpc-encoding: gzip";
+		h[3] = "grpc-accept-encoding: gzip";
 	} else if (proto == SPOOL_OTLP_HTTP) {
 		/* OTLP/HTTP: the URL is the endpoint itself, the body a gzipped
 		 * protobuf Export request */
 		if (!(full = strdup(url)))
 			return POST_RETRY;
-		h = curl.slist_append(h, "Content-Type: application/x-protobuf");
-		h = curl.slist_append(h, "Content-Encoding: gzip");
+		h[0] = "Content-Type: application/x-protobuf";
+		h[1] = "Content-Encoding: gzip";
 	} else {
 		if (asprintf(&full, "%s/ingest?%s", url, f->query) < 0)
 			return POST_RETRY;
-		h = curl.slist_append(h, "Content-Type: application/octet-stream");
+		h[0] = "Content-Type: application/octet-stream";
 	}
-	curl.easy_reset(c);
-	curl.easy_setopt(c, CURLOPT_URL, full);
-	curl.easy_setopt(c, CURLOPT_POST, 1L);
-	curl.easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-	if (proto == SPOOL_OTLP_GRPC) {
-		curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)(strncmp(url, "https:", 6)
-				 ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS));
-		curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, grpc_header);
-		curl.easy_setopt(c, CURLOPT_HEADERDATA, &g);
-		/* one connection per call: a reused HTTP/2 connection after
-		 * curl_easy_reset failed in its framing layer here (one call an
-		 * interval: nothing to save) */
-		curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
-		curl.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-	}
-	curl.easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl.easy_setopt(c, CURLOPT_TIMEOUT, (long)HTTP_TIMEOUT_S);
-	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl.easy_setopt(c, CURLOPT_USERAGENT, "pyperf-bpf");
-	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
-	rc = curl.easy_perform(c);
-	if (rc == CURLE_OK)
-		curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (proto == SPOOL_OTLP_GRPC && rc == CURLE_OK && status == 200 && g.code != 0) {
+	if (http_post(c, full, h, body, body_len, proto == SPOOL_OTLP_GRPC, &a, why, whylen)) {
+		result = POST_RETRY;
+	} else if (proto == SPOOL_OTLP_GRPC && a.status == 200 && a.grpc_code != 0) {
 		/* the HTTP exchange went through; the call did not */
-		if (g.code < 0)
+		if (a.grpc_code < 0)
 			snprintf(why, whylen, "gRPC: no grpc-status in the answer");
 		else
-			snprintf(why, whylen, "gRPC status %d: %s", g.code, g.message);
-		result = g.code < 0 || grpc_retryable(g.code) ? POST_RETRY : POST_REFUSED;
-	} else if (rc == CURLE_OK && status >= 200 && status < 300) {
+			snprintf(why, whylen, "gRPC status %d: %s", a.grpc_code, a.grpc_message);
+		result = a.grpc_code < 0 || grpc_retryable(a.grpc_code) ? POST_RETRY : POST_REFUSED;
+	} else if (a.status >= 200 && a.status < 300) {
 		unlink(path); /* first of all: a crash from here on cannot resend it */
 		result = POST_SENT;
-	} else if (rc != CURLE_OK) {
-		snprintf(why, whylen, "%s", curl.easy_strerror(rc));
 	} else {
-		snprintf(why, whylen, "HTTP status %ld", status);
-		result = status >= 500 || status == 408 || status == 429 ? POST_RETRY : POST_REFUSED;
+		snprintf(why, whylen, "HTTP status %ld", a.status);
+		result = a.status >= 500 || a.status == 408 || a.status == 429 ? POST_RETRY
+									     : POST_REFUSED;
 	}
-	curl.slist_free_all(h);
 	free(full);
 	free(frame);
 	return result;
@@ -509,7 +409,7 @@ static bool done(struct spool *s, bool idle)
  * and why it failed. */
 enum { UP_SENT, UP_RETRY, UP_REFUSED, UP_CORRUPT, UP_GONE };
 
-static int upload_one(struct spool *s, CURL *c, const char *url, uint64_t seq,
+static int upload_one(struct spool *s, struct http *c, const char *url, uint64_t seq,
 		      const char *path, uint64_t *bytes, char *why, size_t whylen)
 {
 	struct loaded f;
@@ -562,7 +462,7 @@ static int upload_one(struct spool *s, CURL *c, const char *url, uint64_t seq,
 static void *uploader(void *arg)
 {
 	struct spool *s = arg;
-	CURL *c = curl.easy_init();
+	struct http *c = http_new();
 	double backoff = 0;
 	bool failing = false;
 
@@ -616,8 +516,7 @@ static void *uploader(void *arg)
 		}
 		free(url);
 	}
-	if (c)
-		curl.easy_cleanup(c);
+	http_free(c);
 	return NULL;
 }
 
@@ -677,7 +576,7 @@ struct spool *spool_open(const char *dir, uint64_t max_bytes, enum spool_proto p
 	free(v);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
-	if (load_curl(err, errlen))
+	if (http_init(err, errlen))
 		goto fail;
 	if (pthread_create(&s->thread, NULL, uploader, s)) {
 		set_err(err, errlen, "cannot start the uploader thread");

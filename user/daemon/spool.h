@@ -16,7 +16,7 @@
  * It is written as .new.XXXXXX, fsynced, renamed into place and the
  * directory fsynced, so a crash or a power loss leaves either a whole file
  * or a temporary one, which the next spool_open removes.  An uploader thread
- * sends the files oldest first with HTTP POST (libcurl; spool_proto below)
+ * sends the files oldest first with HTTP POST (http.h; spool_proto below)
  * and removes each one the server accepted (2xx).  Before sending it checks
  * the file: one that fails (cut short, a byte changed, not a spool file at
  * all) is removed unsent, logged and counted as corrupt.  A file of the

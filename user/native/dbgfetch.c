@@ -3,7 +3,9 @@
 #include "dbgfetch.h"
 #include "clock.h"
 
+#ifndef PYPERF_STATIC
 #include <elfutils/debuginfod.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -45,7 +47,14 @@ struct dbgfetch {
  * Returns true if it fetched. */
 static bool run_helper(struct dbgfetch *f, const char *hex, char *line, size_t len)
 {
+#ifdef PYPERF_STATIC
+	/* the static build links no libdebuginfod (it would bring libcurl and
+	 * its TLS stack): elfutils' own client program fetches, with the same
+	 * cache and environment, and prints the path */
+	char *argv[] = { "debuginfod-find", "debuginfo", (char *)hex, NULL };
+#else
 	char *argv[] = { "pyperf-bpf", "debuginfod-fetch", (char *)hex, NULL };
+#endif
 	size_t nenv = 0, got = 0;
 	char **envp, buf[4096];
 	posix_spawn_file_actions_t fa;
@@ -69,8 +78,17 @@ static bool run_helper(struct dbgfetch *f, const char *hex, char *line, size_t l
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
 	pthread_mutex_lock(&f->lock);
+#ifdef PYPERF_STATIC
+	if (f->stop || posix_spawnp(&pid, "debuginfod-find", &fa, NULL, argv, envp)) {
+		pid = 0;
+		if (!f->stop)
+			snprintf(line, len, "cannot run debuginfod-find (Debian package debuginfod), "
+				 "which this static build fetches debug files with");
+	}
+#else
 	if (f->stop || posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp))
 		pid = 0;
+#endif
 	f->helper = pid;
 	pthread_mutex_unlock(&f->lock);
 	posix_spawn_file_actions_destroy(&fa);
@@ -288,6 +306,13 @@ void dbgfetch_stop(struct dbgfetch *f)
 	free(f);
 }
 
+#ifdef PYPERF_STATIC
+int dbgfetch_helper(const char *hex)
+{
+	printf("this static build fetches with debuginfod-find, not with a helper\n");
+	return 1;
+}
+#else
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -335,3 +360,4 @@ int dbgfetch_helper(const char *hex)
 	free(path);
 	return 0;
 }
+#endif

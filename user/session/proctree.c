@@ -63,11 +63,13 @@ static struct proc *read_all(size_t *n)
 	return v;
 }
 
-/* one of our own debuginfod helpers (dbgfetch.c)? */
+/* one of our own debuginfod helpers (dbgfetch.c): this program's
+ * debuginfod-fetch, or the static build's debuginfod-find? */
 static bool is_helper(pid_t pid)
 {
-	static const char want[] = "pyperf-bpf\0debuginfod-fetch";
-	char path[64], buf[sizeof(want)];
+	static const char dyn[] = "pyperf-bpf\0debuginfod-fetch";
+	static const char stat[] = "debuginfod-find\0debuginfo";
+	char path[64], buf[sizeof(dyn) > sizeof(stat) ? sizeof(dyn) : sizeof(stat)];
 	int fd;
 	ssize_t got;
 
@@ -77,7 +79,8 @@ static bool is_helper(pid_t pid)
 		return false;
 	got = read(fd, buf, sizeof(buf));
 	close(fd);
-	return got == (ssize_t)sizeof(buf) && !memcmp(buf, want, sizeof(buf));
+	return (got >= (ssize_t)sizeof(dyn) && !memcmp(buf, dyn, sizeof(dyn))) ||
+	       (got >= (ssize_t)sizeof(stat) && !memcmp(buf, stat, sizeof(stat)));
 }
 
 int proctree_members(pid_t self, pid_t root, pid_t *out, int max)
