@@ -2,7 +2,9 @@
 attributes a known split, a merged qsort callback, the daemon writes a
 profile, dump) on Debian's own kernels of the series fleets run, each booted
 under qemu with virtme-ng over this machine's root, and on this kernel with
-the walks forced off bpf_loop.
+the walks forced off bpf_loop.  The guests run the static build, the binary
+the .deb and the wheel ship (the same BPF programs and loader as the
+dynamic one, which runs the set here and the whole suite).
 
 Kernels: scripts/kernels (run by scripts/setup --test-deps) unpacks the
 newest Debian kernel of each series into /var/cache/pyperf-bpf/kernels
@@ -85,6 +87,8 @@ def boot(series, tmp_path_factory):
     """results of the smoke set run inside `series`' kernel, booted once"""
     if series in _vm:
         return _vm[series]
+    if not os.access(STATIC, os.X_OK):
+        pytest.fail(f"no static build at {STATIC}: make static")
     kernel = os.path.join(KERNELS, series, "kernel")
     if not os.path.exists(kernel):
         pytest.fail(f"no {series} kernel in {KERNELS}: scripts/setup --test-deps fetches "
@@ -100,7 +104,7 @@ def boot(series, tmp_path_factory):
     # bytearray with 2 MiB pages: a few faults, not the 4 KiB ones the
     # faults check counts)
     guest = (f"echo never > /sys/kernel/mm/transparent_hugepage/enabled; "
-             f"python3 {SMOKE} {PYPERF} {workload_python()} {out} --emulated")
+             f"python3 {SMOKE} {STATIC} {workload_python()} {out} --emulated")
     if series in OWN_RELEASE:
         guest += (f"; python3 {DISTRO} {ROOTS}/{OWN_RELEASE[series]} {STATIC} "
                   f"{out}/{OWN_RELEASE[series]}")
