@@ -11,8 +11,8 @@ tmpfs on /tmp (a guest sees this machine's files read-only).  There:
            workloads/split.py, whose leaves measure their own share;
   deb      (--deb DEB) `apt-get install ./DEB` installs the package and
            nothing else (everything it depends on or recommends is in the
-           root), and
-           `systemd-analyze verify --root` passes its unit;
+           root), `systemd-analyze verify --root` passes its unit, and the
+           installed /usr/bin/pyperf-bpf records the split too;
   wheel    (--wheel WHEEL) pip installs the wheel into a venv made by the
            release's python3, and the pyperf-bpf it put on the venv's PATH
            records that python3 too.
@@ -115,7 +115,9 @@ def main():
         ( chroot {mnt} apt-get install -y -q /tmp/{os.path.basename(deb)} > {out}/apt.log 2>&1 &&
           chroot {mnt} pyperf-bpf --version > {out}/deb-version &&
           systemd-analyze verify --man=no --root={mnt} /lib/systemd/system/pyperf-bpf.service &&
-          echo ok > {out}/deb-ok ) || echo "deb step failed: $?"
+          echo ok > {out}/deb-ok &&
+          chroot {mnt} /usr/bin/pyperf-bpf record -F 999 -o /tmp/d.folded -- python3 /tmp/split.py 2 /tmp/dtruth.json &&
+          cp {mnt}/tmp/d.folded {mnt}/tmp/dtruth.json {out}/ ) || echo "deb step failed: $?"
         """)
     if wheel:
         w = os.path.basename(wheel)
@@ -164,7 +166,11 @@ def main():
             # nothing but the package itself: what it needs was there
             assert re.search(r"^0 upgraded, 1 newly installed,", read("apt.log"), re.M), \
                 read("apt.log")
-            return {"version": read("deb-version")}
+            # and the installed program profiles
+            assert os.path.exists(os.path.join(out, "d.folded")), log
+            facts = check_split(os.path.join(out, "d.folded"), os.path.join(out, "dtruth.json"),
+                                need=500)
+            return {"version": read("deb-version"), **facts}
         check("deb", deb_check)
     if wheel:
         def wheel_check():
