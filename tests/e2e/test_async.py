@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import SUPPORTED, WORKLOADS, func_name, python_id, record_workload, run_pyperf
+from conftest import PENDING, SUPPORTED, WORKLOADS, func_name, python_id, record_workload, run_pyperf
 
 ASYNC = [p for p in SUPPORTED if p[1] >= (3, 12)]
 OLD = [p for p in SUPPORTED if p[1] < (3, 12)]
@@ -37,7 +37,10 @@ def burning(stacks):
     total = chained = 0
     for frames, count in stacks:
         names = [func_name(f) for f in frames]
-        if "burn" not in names:
+        if "burn" not in names or PENDING in frames:
+            # taken before the first native tables were built: not merged,
+            # so not re-rooted under the tasks either (in the full suite
+            # that was 0.45 s of a 3 s run; test_native bounds it)
             continue
         total += count
         if names[:5] == CHAIN + ["leaf", "burn"]:
