@@ -27,23 +27,13 @@ import shutil
 import subprocess
 import sys
 
+# the smoke set's reading of folded stacks (a program of its own too, beside this one)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_smoke import func, parse_folded  # noqa: E402
+
 WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 LEAVES = ("leaf_a", "leaf_b", "leaf_c")
 CHAIN = ["<module>", "main", "run_schedule"]
-
-
-def parse_folded(path):
-    stacks = []
-    with open(path) as f:
-        for line in f:
-            frames, _, count = line.rstrip("\n").rpartition(" ")
-            if frames:
-                stacks.append((frames.split(";"), int(count)))
-    return stacks
-
-
-def func(frame):
-    return re.sub(r" \(.*\)$", "", frame)
 
 
 def is_python(frame):
