@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 # output, lib); headers are included by name from any of them
 USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf $(patsubst %/,-I%,$(USER_DIRS)) -I$(BUILD)
-LDLIBS := -lbpf -ldw -ldebuginfod -lelf -lcapstone -lz -lprotobuf-c -ljson-c -lstdc++ -ldl -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lprotobuf-c -ljson-c -lstdc++ -ldl -lm
 
 # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives
 # under the host's multiarch directory: searched last, for that alone
@@ -45,14 +45,18 @@ $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 
 # The same source without bpf_loop, for kernels before 5.17 (bpf/loop.bpf.h);
 # the loader opens it through the same skeleton (sampler_compat.c), so its
-# programs, maps and global variables must be the same, in the same places:
-# the two skeletons' declarations are compared here
+# programs, maps and global variables must be the same, the variables in the
+# same places: the two skeletons' declarations are compared here (the
+# skeleton finds maps, programs and links by name: their order is not)
 $(BUILD)/pyperf_compat.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -DPYPERF_NO_BPF_LOOP -c $< -o $@
 
+SKEL_DECL = awk '/struct bpf_(map|program|link) \*/ { print | "sort"; next } { print } \
+	END { fflush(); close("sort") }'
 $(BUILD)/pyperf.skel.h: $(BUILD)/pyperf.bpf.o $(BUILD)/pyperf_compat.skel.h
 	$(BPFTOOL) gen skeleton $< name pyperf_bpf > $@.tmp
-	@sed '/elf_bytes/,$$d' $@.tmp > $@.decl; sed '/elf_bytes/,$$d' $(BUILD)/pyperf_compat.skel.h > $@.cdecl
+	@sed '/elf_bytes/,$$d' $@.tmp | $(SKEL_DECL) > $@.decl; \
+		sed '/elf_bytes/,$$d' $(BUILD)/pyperf_compat.skel.h | $(SKEL_DECL) > $@.cdecl
 	@cmp -s $@.decl $@.cdecl || { echo "the compat BPF object's skeleton differs from the main one's:"; \
 		diff $@.decl $@.cdecl | head -20; rm -f $@.tmp; exit 1; }
 	@rm -f $@.decl $@.cdecl

@@ -61,12 +61,13 @@ static long mapping_step(__u32 i, struct search *q)
 }
 
 /* 1 + the index of the mapping holding pc, or 0 */
-static __always_inline __u32 find_mapping(struct scratch *s, const struct native_maps *nm,
-					  __u64 pc)
+VERIFIED_ONCE __u32 find_mapping(struct scratch *s, const struct native_maps *nm, __u64 pc)
 {
 	struct search q = { .s = s, .base = nm, .pc = pc };
 	__u32 lo;
 
+	if (!s || !nm)
+		return 0;
 	VSTORE(s->lo, 0);
 	VSTORE(s->hi, nm->n > PYPERF_MAX_MAPPINGS ? PYPERF_MAX_MAPPINGS : nm->n);
 	SEARCH_LOOP(10, mapping_step, &q); /* 2^10 > PYPERF_MAX_MAPPINGS */
@@ -98,16 +99,23 @@ static long row_step(__u32 i, struct search *q)
 	return 0;
 }
 
-/* the row covering pc (an ELF address) in a table's rows [1, 1 + nrows):
- * only among the rows of its page when the table's page index covers it
- * (bpf/pyperf.h) */
-static __always_inline const struct unwind_row *find_row(struct scratch *s, void *rows,
-							 __u32 nrows, __u32 pc)
+/* Into s->row, the row covering pc (an ELF address) in the rows [1, 1 +
+ * nrows) of the table in slot: only among the rows of its page when the
+ * table's page index covers it (bpf/pyperf.h).  1: found, and its rule can
+ * be followed. */
+VERIFIED_ONCE int find_row(struct scratch *s, __u32 slot, __u32 nrows, __u32 pc)
 {
-	struct search q = { .s = s, .base = rows, .pc = pc };
-	const struct unwind_row *meta, *e0, *e1;
+	struct search q = { .s = s, .pc = pc };
+	const struct unwind_row *meta, *e0, *e1, *r;
 	__u32 mid, k = 0, lo = 1, hi = 1 + nrows;
+	void *rows;
 
+	if (!s)
+		return 0;
+	rows = bpf_map_lookup_elem(&unwind_tables, &slot);
+	if (!rows)
+		return 0;
+	q.base = rows;
 	mid = 1 + nrows;
 	meta = bpf_map_lookup_elem(rows, &mid);
 	if (meta && unwind_index_page(meta, pc, &k)) {
@@ -129,29 +137,34 @@ static __always_inline const struct unwind_row *find_row(struct scratch *s, void
 	SEARCH_LOOP(27, row_step, &q); /* 2^27 rows at most */
 	mid = VLOAD(s->lo);
 	if (mid <= 1)
-		return NULL;
+		return 0;
 	mid -= 1;
-	return bpf_map_lookup_elem(rows, &mid);
+	r = bpf_map_lookup_elem(rows, &mid);
+	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED)
+		return 0;
+	s->row = *r;
+	return 1;
 }
 
 /* ask the loader for a table it has not loaded (yet), at most every 100 ms */
-static __always_inline void request_table(__u32 tgid, __u32 table)
+VERIFIED_ONCE int request_table(__u32 tgid, __u32 table)
 {
 	__u64 now = bpf_ktime_get_ns(), next = now + 100ULL * 1000 * 1000, *t;
 	struct ev_table ev = { .kind = EV_TABLE, .pid = tgid, .table = table };
 
 	t = bpf_map_lookup_elem(&table_req, &table);
 	if (t && now < *t)
-		return;
+		return 0;
 	bpf_map_update_elem(&table_req, &table, &next, BPF_ANY);
 	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	return 0;
 }
 
 /* ask the loader to read the process's mappings again, at most every
  * MAPS_REREAD_NS, and not for a pc in a page it backs off from.  Returns
  * true for such a page (a stray pc, known not to be mapped): else the pc
  * may be code mapped since the last read, and the mappings are pending. */
-static __always_inline bool request_maps(__u32 tgid, __u64 pc)
+VERIFIED_ONCE int request_maps(__u32 tgid, __u64 pc)
 {
 	__u64 now = bpf_ktime_get_ns(), next = now + MAPS_REREAD_NS, *t;
 	struct stray_key k = { .tgid = tgid, .page = pc >> 12 };
@@ -159,17 +172,19 @@ static __always_inline bool request_maps(__u32 tgid, __u64 pc)
 
 	t = bpf_map_lookup_elem(&stray_pcs, &k);
 	if (t && now < *t)
-		return true;
+		return 1;
 	t = bpf_map_lookup_elem(&maps_req, &tgid);
 	if (t && now < *t)
-		return false;
+		return 0;
 	bpf_map_update_elem(&maps_req, &tgid, &next, BPF_ANY);
 	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
-	return false;
+	return 0;
 }
 
-static __always_inline void native_push(struct scratch *s, __u32 n, __u64 pc)
+VERIFIED_ONCE int native_push(struct scratch *s, __u32 n, __u64 pc)
 {
+	if (!s)
+		return 0;
 	if (VLOAD(s->scan_mark)) {
 		VSTORE(s->scan_mark, 0);
 		pc |= NATIVE_PC_SCANNED;
@@ -177,13 +192,16 @@ static __always_inline void native_push(struct scratch *s, __u32 n, __u64 pc)
 	s->ev.native[MASKED(n, PYPERF_MAX_NATIVE - 1)] = pc;
 	s->ev.nnative = n + 1;
 	s->nw.hash = mix(s->nw.hash, pc);
+	return 0;
 }
 
 /* A word of the user stack.  Callers' frames lie above (at higher
  * addresses), so one read of PYPERF_STACK_WINDOW bytes from the lowest word
  * a frame needs serves several frames. */
-static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
+VERIFIED_ONCE int stack_word(struct scratch *s, __u64 addr, __u64 *val)
 {
+	if (!s || !val)
+		return -1;
 	if (addr < s->stk_lo || addr + 8 > s->stk_hi) {
 		if (bpf_probe_read_user(s->stk, PYPERF_STACK_WINDOW, (void *)addr)) {
 			/* the window would run past the end of the stack */
@@ -202,6 +220,14 @@ static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
 #define UNWIND_READ(ctx, addr, dst) stack_word((struct scratch *)(ctx), (addr), (dst))
 #include "unwind_step.h"
 
+/* the step by the row found (s->row) from s->nw.g */
+VERIFIED_ONCE int cfi_step(struct scratch *s)
+{
+	if (!s)
+		return UNWIND_STOP;
+	return unwind_cfi_step(s, &s->row, &s->nw.g);
+}
+
 /* ---- code without CFI ----
  *
  * JIT code (oneDNN's kernels, LLVM's as numba uses it, V8, CPython's own
@@ -214,10 +240,13 @@ static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
  * walk goes on from there with CFI, and that frame is marked. */
 
 /* Is the instruction that ends at `ra` a call?  (unwind_step.h decodes) */
-static __always_inline bool after_call(struct scratch *s, __u64 ra)
+VERIFIED_ONCE int after_call(struct scratch *s, __u64 ra)
 {
-	__u8 *b = s->code8;
+	__u8 *b;
 
+	if (!s)
+		return 0;
+	b = s->code8;
 	__builtin_memset(b, 0, sizeof(s->code8));
 	if (ra < 8 || bpf_probe_read_user(b, 8, (void *)(ra - 8)))
 		return false;
@@ -226,37 +255,41 @@ static __always_inline bool after_call(struct scratch *s, __u64 ra)
 
 /* one step of the frame-pointer chain, if it is plausible (the step is
  * tried in the scratch map: struct scratch says why) */
-static __always_inline bool fp_step_plausible(struct walk_ctx *c)
+VERIFIED_ONCE int fp_step_plausible(struct scratch *s, const struct native_maps *nm)
 {
-	struct scratch *s = c->s;
-	struct unwind_regs *g = &s->fp_g;
+	struct unwind_regs *g;
 
+	if (!s)
+		return 0;
+	g = &s->fp_g;
 	*g = s->nw.g;
 	if (unwind_fp_step(s, g) != UNWIND_STEPPED || !unwind_fp_plausible(&s->nw.g, g) ||
-	    !find_mapping(s, c->nm, g->pc))
-		return false;
+	    !find_mapping(s, nm, g->pc))
+		return 0;
 	s->nw.g = *g;
-	return true;
+	return 1;
 }
 
 /* Is the word at sp + 8 * i a return address into a binary with CFI?  1
  * (then scan_sp and scan_pc hold it), 0 no, -1 past the top of the stack.
  * The scan's bounds are nw.scan_lo and scan_hi. */
-static __always_inline int scan_word(struct walk_ctx *c, __u32 i)
+VERIFIED_ONCE int scan_word(struct scratch *s, const struct native_maps *nm, __u32 i)
 {
-	struct scratch *s = c->s;
 	const struct native_mapping *m;
-	__u64 addr = s->nw.g.sp + (__u64)i * 8, w;
+	__u64 addr, w = 0;
 	__u32 idx;
 
+	if (!s || !nm)
+		return -1;
+	addr = s->nw.g.sp + (__u64)i * 8;
 	if (stack_word(s, addr, &w))
 		return -1;
 	if (w < s->nw.scan_lo || w >= s->nw.scan_hi)
 		return 0;
-	idx = find_mapping(s, c->nm, w);
+	idx = find_mapping(s, nm, w);
 	if (!idx)
 		return 0;
-	m = &c->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	m = &nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	if (m->table == TABLE_NONE || !after_call(s, w))
 		return 0;
 	s->scan_sp = addr + 8;
@@ -266,7 +299,7 @@ static __always_inline int scan_word(struct walk_ctx *c, __u32 i)
 
 static long scan_step(__u32 i, struct walk_ctx *c)
 {
-	return scan_word(c, i) != 0;
+	return scan_word(c->s, c->nm, i) != 0;
 }
 WALK_CHUNKS(scan_step, 16, WALK_NEEDS_MAPS)
 
@@ -287,7 +320,7 @@ static __always_inline bool scan_stack(struct walk_ctx *c)
 	s->nw.scan_hi = c->nm->m[(n - 1) & (PYPERF_MAX_MAPPINGS - 1)].end;
 	s->scan_pc = 0;
 	if (!(e->block == block && e->tgid == c->tgid && e->gen == s->nw.gen &&
-	      e->words < PYPERF_SCAN_WORDS && scan_word(c, e->words) == 1)) {
+	      e->words < PYPERF_SCAN_WORDS && scan_word(s, c->nm, e->words) == 1)) {
 		WALK_LOOP(scan_step, 16, PYPERF_SCAN_WORDS, c);
 		if (!s->scan_pc)
 			return false;
@@ -316,48 +349,55 @@ static __always_inline bool timed_scan(struct walk_ctx *c)
 	return found;
 }
 
-static long native_step(__u32 i, struct walk_ctx *c)
+/* One frame: push the pc at s->nw.g, find its caller; nonzero stops the
+ * walk.  The loop's step calls it, so that the verifier checks a frame
+ * once, not once for each state the loop's callback is entered with. */
+VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm, __u32 tgid)
 {
-	__u32 n = c->s->ev.nnative;
+	__u32 n;
 	const struct native_mapping *m;
-	const struct unwind_row *r, *hdr;
+	const struct unwind_row *hdr;
 	struct row_cache_entry *rc;
-	__u64 pc = c->s->nw.g.pc, look;
+	__u64 pc, look;
 	__u32 slot, idx, zero = 0;
 	void *rows;
 
+	if (!s || !nm)
+		return 1;
+	n = s->ev.nnative;
+	pc = s->nw.g.pc;
 	if (!pc)
 		return 1; /* frame pointer chains end with 0 */
 	if (n >= PYPERF_MAX_NATIVE) {
-		VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_TRUNCATED);
+		VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_TRUNCATED);
 		return 1;
 	}
 	/* a return address points after its call, which may be a function's
 	 * last instruction: look up the call itself */
 	look = pc - (n ? 1 : 0);
-	rc = &c->s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
-	if (n && rc->pc == look && rc->tgid == c->tgid && rc->gen == c->s->nw.gen) {
-		c->s->row = rc->row;
-		native_push(c->s, n, pc);
+	rc = &s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
+	if (n && rc->pc == look && rc->tgid == tgid && rc->gen == s->nw.gen) {
+		s->row = rc->row;
+		native_push(s, n, pc);
 		goto unwind;
 	}
 	/* consecutive frames often share a mapping; its index is kept in the
 	 * scratch map, not the stack, so both ways on meet in one state */
-	idx = VLOAD(c->s->last);
-	m = &c->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+	idx = VLOAD(s->last);
+	m = &nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	if (!idx || pc < m->start || pc >= m->end) {
-		idx = find_mapping(c->s, c->nm, pc);
-		VSTORE(c->s->last, idx);
+		idx = find_mapping(s, nm, pc);
+		VSTORE(s->last, idx);
 		if (!idx) {
 			/* code mapped after the loader last looked (dlopen, a new
 			 * JIT or trampoline arena) is pending until it looks again;
 			 * a pc it found unmapped is a stray: the stack is cut */
-			native_push(c->s, n, pc);
-			VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_INCOMPLETE |
-					     (request_maps(c->tgid, pc) ? 0 : STACK_NATIVE_PENDING));
+			native_push(s, n, pc);
+			VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_INCOMPLETE |
+					     (request_maps(tgid, pc) ? 0 : STACK_NATIVE_PENDING));
 			return 1;
 		}
-		m = &c->nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
+		m = &nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	}
 	if (m->table == TABLE_NONE)
 		goto frame_pointers;
@@ -366,43 +406,46 @@ static long native_step(__u32 i, struct walk_ctx *c)
 	hdr = rows ? bpf_map_lookup_elem(rows, &zero) : NULL;
 	if (!hdr || hdr->pc != m->table) {
 		/* not loaded yet, or evicted: the loader builds it */
-		native_push(c->s, n, pc);
-		request_table(c->tgid, m->table);
-		VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_PENDING);
+		native_push(s, n, pc);
+		request_table(tgid, m->table);
+		VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_PENDING);
 		goto incomplete;
 	}
-	if (VLOAD(c->s->used) != m->table) {
+	if (VLOAD(s->used) != m->table) {
 		/* in the scratch map, not on the stack: the verifier then sees
-		 * the same state whether or not this branch was taken */
-		VSTORE(c->s->used, m->table);
-		bpf_map_update_elem(&table_used, &slot, &c->s->now, BPF_ANY);
+		 * the same state whether or not this branch was taken.  The
+		 * value goes through the stack: s is plain memory here (a global
+		 * function's argument), which older kernels' map helpers refuse
+		 * (6.1's did) */
+		__u64 now = s->now;
+
+		VSTORE(s->used, m->table);
+		bpf_map_update_elem(&table_used, &slot, &now, BPF_ANY);
 	}
 	if (!hdr->nrows)
 		goto frame_pointers;
 	if (hdr->nrows == UNWIND_NO_TABLE) {
-		native_push(c->s, n, pc);
+		native_push(s, n, pc);
 		goto incomplete;
 	}
-	r = find_row(c->s, rows, hdr->nrows, (__u32)(look - m->bias));
-	if (!r || r->cfa_kind == CFA_NONE || r->cfa_kind == CFA_UNSUPPORTED) {
-		native_push(c->s, n, pc);
+	if (!find_row(s, slot, hdr->nrows, (__u32)(look - m->bias))) {
+		native_push(s, n, pc);
 		goto incomplete;
 	}
-	c->s->row = *r;
 	if (n) {
 		rc->pc = look;
-		rc->tgid = c->tgid;
-		rc->gen = c->s->nw.gen;
-		rc->row = *r;
+		rc->tgid = tgid;
+		rc->gen = s->nw.gen;
+		rc->row = s->row;
 	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
 	 * share one stack (a return address is already stable), unless the
 	 * mapping's lines are wanted (Cython) */
-	native_push(c->s, n, n || (m->flags & NATIVE_MAP_EXACT_LEAF) ? pc : r->pc + m->bias);
+	native_push(s, n, n || (m->flags & NATIVE_MAP_EXACT_LEAF) ? pc : s->row.pc + m->bias);
 unwind:
 	/* both ways here leave the row in the scratch map, where the verifier
 	 * does not track it: their states match and it checks what follows once */
-	switch (unwind_cfi_step(c->s, &c->s->row, &c->s->nw.g)) {
+	switch (cfi_step(s)) {
 	case UNWIND_STEPPED:
 		return 0;
 	case UNWIND_END:
@@ -412,20 +455,24 @@ unwind:
 	}
 frame_pointers:
 	/* no CFI: rbp as a frame pointer, else a scan (above) */
-	native_push(c->s, n, pc);
-	if (fp_step_plausible(c))
+	native_push(s, n, pc);
+	if (fp_step_plausible(s, nm))
 		return 0;
 	if (stack_scan) {
 		/* unwind_native scans, between two runs of steps: a scan's own
 		 * loop run from inside a step would add two more stacks to the
 		 * chain of calls (bpf_loop's callbacks count as calls), which
 		 * 6.1 refused at 544 bytes */
-		VSTORE(c->s->scan_wanted, 1);
+		VSTORE(s->scan_wanted, 1);
 		return 1;
 	}
 incomplete:
-	VSTORE(c->s->nflags, VLOAD(c->s->nflags) | STACK_NATIVE_INCOMPLETE);
+	VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_INCOMPLETE);
 	return 1;
+}
+static long native_step(__u32 i, struct walk_ctx *c)
+{
+	return native_frame(c->s, c->nm, c->tgid) != 0;
 }
 WALK_CHUNKS(native_step, 8, WALK_NEEDS_MAPS)
 

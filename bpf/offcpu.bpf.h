@@ -231,7 +231,7 @@ static __always_inline void block_starts(void *ctx)
 	if (!walk_current(s, p, tgid, tid, idx, STACK_OFFCPU, s->hash, &t->key))
 		return;
 	/* announced now, counted when the thread runs again */
-	if (!count_stack(s, p, &t->key, idx, 0))
+	if (!count_stack(p, &t->key, idx, 0))
 		return;
 	/* the block starts now, the walk done: it ran on the CPU */
 	t->out_ns = t->last_ns = bpf_ktime_get_ns();

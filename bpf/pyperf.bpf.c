@@ -83,7 +83,7 @@ __u32 procs_epoch = 1;
 /* counts[i] was found full: new keys are dropped without being announced
  * (which would cost a ring buffer record per sample) until the loader has
  * drained it and clears the flag. */
-__u32 map_full[2];
+__u32 map_full[2] = {}; /* initialised: laid out where defined, in both objects */
 
 /* tgid -> interpreter address and offsets; written by the loader */
 struct {
@@ -217,12 +217,14 @@ struct {
 	__type(value, __u64);
 } stray_pcs SEC(".maps");
 
-/* new stacks and process events for the loader */
+/* new stacks and process events for the loader (the loader sizes it by
+ * the CPUs: sampler.c) */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
-#define RINGBUF_WAKE_AT (1 << 20) /* bytes waiting: any new stack wakes the loader */
+/* bytes waiting from which any new stack wakes the loader: a quarter */
+const volatile __u32 ringbuf_wake_at = 1 << 20;
 
 /* A return address and its unwind row, cached per CPU: the same call sites
  * come back sample after sample (and frame after frame in recursion), and a
@@ -479,7 +481,7 @@ static __always_inline void timeline_note(const struct stack_key *key, __u64 ts,
 	e->weight = weight;
 	e->flags = flags;
 	e->cpu = bpf_get_smp_processor_id();
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT ?
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
 			      0 : BPF_RB_NO_WAKEUP);
 }
 
@@ -487,17 +489,26 @@ static __always_inline void timeline_note(const struct stack_key *key, __u64 ts,
  * in this counts map, name its code objects (check_step) and announce it;
  * samples of a known key read no code object at all.  false: not counted
  * (map or ring buffer full). */
-static __always_inline bool count_stack(struct scratch *s, struct proc_info *p,
-					struct stack_key *key, __u32 idx, __u64 weight)
+VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx,
+			      __u64 weight)
 {
-	struct walk_ctx c = { .s = s, .p = p, .o = &p->off, .tgid = key->pid };
+	/* A global function's pointer arguments are plain memory to the
+	 * verifier, which older kernels' map helpers refuse as keys and
+	 * values (6.1's did): the scratch is looked up again (a map value),
+	 * the key copied to the stack. */
+	struct walk_ctx c = { .p = p };
 	void *m = bpf_map_lookup_elem(&counts, &idx);
+	struct stack_key key;
+	struct scratch *s;
 	__u64 *v, size;
 	long err;
 
-	if (!m)
+	if (!m || !p || !key_in || !walk_ctx_of(&c, key_in->pid, 0))
 		return false;
-	v = bpf_map_lookup_elem(m, key);
+	s = c.s;
+	key = *key_in;
+	c.o = &p->off;
+	v = bpf_map_lookup_elem(m, &key);
 	if (v) {
 		/* an off-CPU walk counts 0 now (its block counts when it ends):
 		 * an atomic add of a constant 0 is compiled as an atomic or,
@@ -521,14 +532,14 @@ static __always_inline bool count_stack(struct scratch *s, struct proc_info *p,
 	 * is filling up */
 	if (!size || bpf_ringbuf_output(&events, s->wire, size,
 					s->ev.nframes ||
-					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RINGBUF_WAKE_AT ?
+					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
 					0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return false;
 	}
-	err = bpf_map_update_elem(m, key, &weight, BPF_NOEXIST);
+	err = bpf_map_update_elem(m, &key, &weight, BPF_NOEXIST);
 	if (err == -EEXIST) {
-		v = bpf_map_lookup_elem(m, key);
+		v = bpf_map_lookup_elem(m, &key);
 		if (v && weight)
 			__sync_fetch_and_add(v, weight);
 	} else if (err) {
@@ -785,7 +796,7 @@ static __always_inline bool sample_current(void *ctx, const struct ctx_regs *reg
 	/* a sample taken in user mode has no kernel stack: not asked for */
 	if (kernel_stacks && !ctx_user_mode(regs))
 		key->kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
-	if (!count_stack(s, p, key, idx, weight))
+	if (!count_stack(p, key, idx, weight))
 		return false;
 	if (timeline)
 		timeline_note(key, bpf_ktime_get_ns(), 0, weight, 0);
@@ -824,7 +835,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
  * holding address - 1, as for a return address; the loader passes the
  * address + 1), a binary search.  Reading /proc/kallsyms instead makes the
  * kernel format all of its ~120k symbols: ~60 ms of system time a pass. */
-char ksym_name[256];
+char ksym_name[256] = {};
 
 SEC("syscall")
 int name_ksym(__u64 *addr)
