@@ -323,6 +323,15 @@ static int dispatch(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* the processes and threads a run with targets (a command, -p) tracks */
+#define TARGETED_PROCS 4096
+#define TARGETED_THREADS 16384
+
+/* the ring buffer's bytes (a power of 2): per CPU, at least, at most */
+#define RINGBUF_PER_CPU (512u << 10)
+#define RINGBUF_MIN (1u << 20)
+#define RINGBUF_MAX (4u << 20)
+
 /* processes whose mappings the native unwinder knows, where that table is
  * preallocated (kernels before 6.1, with the object without bpf_loop) */
 #define COMPAT_NATIVE_PROCS 1024
@@ -468,10 +477,39 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_map_flags(m, bpf_map__map_flags(m) & ~BPF_F_NO_PREALLOC);
 		bpf_map__set_max_entries(m, COMPAT_NATIVE_PROCS);
 	}
+	if (o->filter_targets) {
+		/* One command's tree or the -p processes, not a host: smaller
+		 * tables (the kernel fills a preallocated map at load, and the
+		 * host-wide sizes were ~15 MiB of it).  skip and tcache are
+		 * LRU: when full, the oldest entry goes. */
+		bpf_map__set_max_entries(s->skel->maps.procs, TARGETED_PROCS);
+		bpf_map__set_max_entries(s->skel->maps.targets, TARGETED_PROCS);
+		bpf_map__set_max_entries(s->skel->maps.skip, TARGETED_PROCS);
+		bpf_map__set_max_entries(s->skel->maps.tcache, TARGETED_THREADS);
+	}
+	if (!o->kernel_stacks) { /* 8 MiB each, filled at load: none */
+		bpf_map__set_max_entries(s->skel->maps.kstacks0, 1);
+		bpf_map__set_max_entries(s->skel->maps.kstacks1, 1);
+	}
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
 	bpf_map__set_max_entries(s->skel->maps.scratch_map,
 				 libbpf_num_possible_cpus() > 0 ? (__u32)libbpf_num_possible_cpus() : 1);
+	{
+		/* The ring buffer's pages are all resident in the loader once
+		 * mapped, twice over (its data is mapped twice, for records
+		 * that wrap): 4 MiB of ring was 8 MiB of a short run's RSS.
+		 * What fills it grows with the CPUs sampling: 512 KiB each,
+		 * 1 to 4 MiB. */
+		__u32 ring = RINGBUF_PER_CPU * (__u32)(libbpf_num_possible_cpus() > 0 ?
+						       libbpf_num_possible_cpus() : 1);
+
+		ring = ring < RINGBUF_MIN ? RINGBUF_MIN : ring > RINGBUF_MAX ? RINGBUF_MAX : ring;
+		while (ring & (ring - 1)) /* a power of 2 */
+			ring &= ring - 1;
+		bpf_map__set_max_entries(s->skel->maps.events, ring);
+		s->skel->rodata->ringbuf_wake_at = ring / 4;
+	}
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
@@ -1148,6 +1186,33 @@ static uint64_t log_number(const char *log, const char *key)
 		if (!strncmp(p, key, k))
 			return strtoull(p + k, NULL, 10);
 	return 0;
+}
+
+int sampler_maps(struct sampler *s, struct sampler_map_info *out, int max)
+{
+	struct bpf_map *map;
+	int n = 0;
+
+	bpf_object__for_each_map(map, s->skel->obj) {
+		int fd = bpf_map__fd(map);
+		char path[64], line[128];
+		FILE *f;
+
+		if (fd < 0 || n >= max)
+			continue;
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_map__name(map));
+		out[n].max_entries = bpf_map__max_entries(map);
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		if ((f = fopen(path, "re"))) {
+			while (fgets(line, sizeof(line), f))
+				if (!strncmp(line, "memlock:", 8))
+					out[n].memlock = strtoull(line + 8, NULL, 10);
+			fclose(f);
+		}
+		n++;
+	}
+	return n;
 }
 
 int sampler_programs(struct sampler *s, struct sampler_prog_info *out, int max)

@@ -176,6 +176,14 @@ struct sampler_prog_info {
 /* The loaded programs' verifier figures into out (at most max); their
  * number, 0 without sampler_opts.verifier_stats. */
 int sampler_programs(struct sampler *s, struct sampler_prog_info *out, int max);
+/* One map the sampler created: its size, and the kernel's memory for it. */
+struct sampler_map_info {
+	char name[32];
+	uint32_t max_entries;
+	uint64_t memlock;            /* bytes, as /proc/self/fdinfo says */
+};
+/* The created maps into out (at most max); their number. */
+int sampler_maps(struct sampler *s, struct sampler_map_info *out, int max);
 /* Do the walks run without bpf_loop (bpf/loop.bpf.h)? */
 bool sampler_bounded_loops(const struct sampler *s);
 void sampler_close(struct sampler *s);

@@ -1028,7 +1028,23 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 				(unsigned long long)pi[i].verified_insns,
 				(unsigned long long)pi[i].verify_us, pi[i].insns, pi[i].jited_bytes);
 	}
-	fprintf(f, "]}\n");
+	/* the maps, and what the kernel holds for them (most of it filled at
+	 * load: a part of the start-up) */
+	fprintf(f, "], \"maps\": [");
+	{
+		struct sampler_map_info mi[96];
+		int n = sampler_maps(r->s, mi, 96);
+		unsigned long long total = 0;
+
+		for (int i = 0; i < n; i++) {
+			fprintf(f, "%s{\"name\": \"%s\", \"max_entries\": %u, \"memlock\": %llu}",
+				i ? ", " : "", mi[i].name, mi[i].max_entries,
+				(unsigned long long)mi[i].memlock);
+			total += mi[i].memlock;
+		}
+		fprintf(f, "], \"maps_memlock\": %llu", total);
+	}
+	fprintf(f, "}\n");
 	fclose(f);
 }
 
