@@ -4,6 +4,7 @@
 #include "clock.h"
 
 #ifndef PYPERF_STATIC
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #endif
 #include <errno.h>
@@ -326,7 +327,10 @@ int dbgfetch_helper(const char *hex)
 {
 	unsigned char id[40];
 	size_t len = strlen(hex);
-	debuginfod_client *c;
+	debuginfod_client *c, *(*begin)(void);
+	int (*find)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*end)(debuginfod_client *);
+	void *lib;
 	char *path = NULL;
 	int fd;
 
@@ -343,13 +347,26 @@ int dbgfetch_helper(const char *hex)
 		}
 		id[i] = (unsigned char)(hi << 4 | lo);
 	}
-	c = debuginfod_begin();
-	if (!c) {
+	/* opened here, in the helper, not linked: the library and what it
+	 * needs (libcurl, gnutls, krb5, ...: 30 libraries) were loaded into
+	 * every run, which fetches nothing unless DEBUGINFOD_URLS is set */
+	lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		printf("cannot load libdebuginfod.so.1 (Debian package libdebuginfod1): %s\n",
+		       dlerror());
+		return 1;
+	}
+	/* POSIX: a data pointer from dlsym may be used as a function pointer */
+	begin = (debuginfod_client * (*)(void)) dlsym(lib, "debuginfod_begin");
+	find = (int (*)(debuginfod_client *, const unsigned char *, int, char **))dlsym(
+		lib, "debuginfod_find_debuginfo");
+	end = (void (*)(debuginfod_client *))dlsym(lib, "debuginfod_end");
+	if (!begin || !find || !end || !(c = begin())) {
 		printf("cannot start a debuginfod client\n");
 		return 1;
 	}
-	fd = debuginfod_find_debuginfo(c, id, (int)(len / 2), &path);
-	debuginfod_end(c);
+	fd = find(c, id, (int)(len / 2), &path);
+	end(c);
 	if (fd < 0) {
 		printf("%s\n", fd == -ENOENT ? "no server has it" : strerror(-fd));
 		free(path);

@@ -4,10 +4,64 @@
 #include "unwind_table.h"
 
 #include <capstone/capstone.h>
+#ifndef PYPERF_STATIC
+#include <dlfcn.h>
+#endif
 #include <gelf.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* capstone's functions used here.  The static build links them; the
+ * dynamic one opens the library when a stripped interpreter first needs it
+ * (most runs never do): linked, its relocations and tables were 5 MB of
+ * every run's RSS and a part of its start-up. */
+static struct {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_err (*option)(csh, cs_opt_type, size_t);
+	cs_insn *(*malloc)(csh);
+	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+	bool (*insn_group)(csh, const cs_insn *, unsigned int);
+	void (*free)(cs_insn *, size_t);
+	cs_err (*close)(csh *);
+} cs_fn;
+
+#define CS_STR(x) #x
+#define CS_SONAME(major) "libcapstone.so." CS_STR(major)
+
+static void cs_load(void)
+{
+#ifdef PYPERF_STATIC
+	cs_fn.open = cs_open;
+	cs_fn.option = cs_option;
+	cs_fn.malloc = cs_malloc;
+	cs_fn.disasm_iter = cs_disasm_iter;
+	cs_fn.insn_group = cs_insn_group;
+	cs_fn.free = cs_free;
+	cs_fn.close = cs_close;
+#else
+	static const char *const names[] = { "cs_open", "cs_option", "cs_malloc", "cs_disasm_iter",
+					     "cs_insn_group", "cs_free", "cs_close" };
+	void *lib = dlopen(CS_SONAME(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL), *f[7];
+
+	if (!lib)
+		return;
+	for (size_t i = 0; i < 7; i++)
+		if (!(f[i] = dlsym(lib, names[i]))) {
+			dlclose(lib);
+			return;
+		}
+	/* POSIX: a data pointer from dlsym may be used as a function pointer */
+	cs_fn.option = (cs_err (*)(csh, cs_opt_type, size_t))f[1];
+	cs_fn.malloc = (cs_insn * (*)(csh)) f[2];
+	cs_fn.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *))f[3];
+	cs_fn.insn_group = (bool (*)(csh, const cs_insn *, unsigned int))f[4];
+	cs_fn.free = (void (*)(cs_insn *, size_t))f[5];
+	cs_fn.close = (cs_err (*)(csh *))f[6];
+	cs_fn.open = (cs_err (*)(cs_arch, cs_mode, csh *))f[0]; /* last: the others are set */
+#endif
+}
 
 enum {
 	CODE_MAX = 1 << 20,          /* bytes of the exported part read at most */
@@ -54,30 +108,33 @@ size_t evalparts_find(Elf *elf, uint64_t start, uint64_t end, evalparts_is_func 
 	cs_insn *insn;
 	csh cs;
 
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
 	if (!elf || end <= start || !(code = code_at(elf, start, end, &len)))
 		return 0;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+	pthread_once(&once, cs_load);
+	if (!cs_fn.open || cs_fn.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return 0;
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if (!(insn = cs_malloc(cs))) {
-		cs_close(&cs);
+	cs_fn.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	if (!(insn = cs_fn.malloc(cs))) {
+		cs_fn.close(&cs);
 		return 0;
 	}
 	/* gcc puts no data in .text on x86-64: a linear sweep sees every
 	 * instruction */
-	while (nt < TARGETS_MAX && cs_disasm_iter(cs, &code, &len, &addr, insn)) {
+	while (nt < TARGETS_MAX && cs_fn.disasm_iter(cs, &code, &len, &addr, insn)) {
 		const cs_x86 *x = &insn->detail->x86;
 		uint64_t target;
 
-		if (!cs_insn_group(cs, insn, X86_GRP_JUMP) || x->op_count != 1 ||
+		if (!cs_fn.insn_group(cs, insn, X86_GRP_JUMP) || x->op_count != 1 ||
 		    x->operands[0].type != X86_OP_IMM)
 			continue;
 		target = (uint64_t)x->operands[0].imm;
 		if ((target < start || target >= end) && !(is_func && is_func(ctx, target)))
 			targets[nt++] = target;
 	}
-	cs_free(insn, 1);
-	cs_close(&cs);
+	cs_fn.free(insn, 1);
+	cs_fn.close(&cs);
 	if (!nt || unwind_fde_ranges(elf, targets, nt, ranges) != 0)
 		return 0;
 	for (size_t i = 0; i < nt; i++) {
