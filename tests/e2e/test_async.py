@@ -68,18 +68,22 @@ def test_async_follows_a_taskgroup_to_the_task_that_opened_it(python, tmp_path):
     3.12/3.13 through the group's done callback and its _parent_task.
     Samples taken before the loader found the process's asyncio cannot be
     chained (a fraction of a second on a loaded machine, cold caches): 3 s
-    keep that under the 10 % allowed."""
+    keep that under the 10 % allowed; those pending the first native tables
+    are not counted (see burning())."""
     stacks, _, r = record_workload(python[0], tmp_path, "async_group.py", "3", hz=499,
                                    extra=["--async"])
     total = chained = 0
+    unchained = []
     for frames, count in stacks:
         names = [func_name(f) for f in frames]
-        if "burn" in names:
+        if "burn" in names and PENDING not in frames:
             total += count
-            chained += count if names[:5] == ["<task main>", "<task outer>", "<task crunch>",
-                                              "crunch", "burn"] else 0
+            if names[:5] == ["<task main>", "<task outer>", "<task crunch>", "crunch", "burn"]:
+                chained += count
+            else:
+                unchained.append((count, names[:8]))
     assert total > 300, (total, stacks[:5])
-    assert chained >= 0.9 * total, (chained, total, stacks[:5])
+    assert chained >= 0.9 * total, (chained, total, sorted(unchained, reverse=True)[:5])
 
 
 def test_async_in_wall_mode_and_without_it(tmp_path):
