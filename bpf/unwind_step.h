@@ -34,7 +34,7 @@ enum unwind_step_result {
 static __always_inline int unwind_cfi_step(void *ctx, const struct unwind_row *r,
 					   struct unwind_regs *g)
 {
-	__u64 cfa = 0, ra = 0; /* set: a global reader may be handed them */
+	__u64 cfa, ra;
 
 	switch (r->cfa_kind) {
 	case CFA_END:
@@ -84,7 +84,7 @@ static __always_inline int unwind_cfi_step(void *ctx, const struct unwind_row *r
  * their table): rbp is trusted to be a frame pointer. */
 static __always_inline int unwind_fp_step(void *ctx, struct unwind_regs *g)
 {
-	__u64 cfa = 0, ra = 0; /* set: a global reader may be handed them */
+	__u64 cfa, ra;
 
 	if (!g->bp || g->bp < g->sp)
 		return UNWIND_STOP;
@@ -151,7 +151,7 @@ static __always_inline void unwind_scan_bp(void *ctx, struct unwind_regs *g)
 		return;
 UNWIND_UNROLL
 	for (int k = 2; k <= 7; k++) {
-		__u64 w = 0;
+		__u64 w;
 
 		if (UNWIND_READ(ctx, g->sp - 8 * k, &w))
 			break;
