@@ -275,11 +275,18 @@ class Smoke:
                              stdout=subprocess.PIPE, text=True)
         try:
             assert w.stdout.readline().strip() == "ready"
-            r = self.run(["dump", "-p", str(w.pid), "--native"], 120)
-            assert r.returncode == 0, r.stderr[-600:]
-            text = r.stdout
-            assert "main_wait" in text and "nap_in_thread" in text and "spin" in text, text[-800:]
-            return {"lines": len(text.splitlines())}
+            # the main thread prints "ready", then must win the GIL back from
+            # the spinner to call main_wait: a dump at once may find it
+            # still at module level (it did once); a few tries
+            for attempt in range(5):
+                r = self.run(["dump", "-p", str(w.pid), "--native"], 120)
+                assert r.returncode == 0, r.stderr[-600:]
+                text = r.stdout
+                if "main_wait" in text:
+                    break
+                time.sleep(0.3)
+            assert "main_wait" in text and "nap_in_thread" in text and "spin" in text, text[:1500]
+            return {"lines": len(text.splitlines()), "tries": attempt + 1}
         finally:
             w.kill()
             w.wait()
