@@ -25,8 +25,9 @@ static void answer_header(struct http_answer *a, const char *p, size_t len)
 
 #ifndef PYPERF_STATIC
 
+#include "dynlib.h"
+
 #include <curl/curl.h>
-#include <dlfcn.h>
 
 static struct {
 	CURLcode (*global_init)(long);
@@ -49,24 +50,15 @@ int http_init(char *err, size_t errlen)
 		"curl_easy_perform", "curl_easy_getinfo", "curl_easy_strerror", "curl_easy_cleanup",
 		"curl_slist_append", "curl_slist_free_all",
 	};
-	void **slots = (void **)&curl;
+	char why[256];
 
 	if (lib)
 		return 0;
-	lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	lib = dynlib_open("libcurl.so.4", names, (void **)&curl, sizeof(names) / sizeof(names[0]),
+			  why, sizeof(why));
 	if (!lib) {
-		set_err(err, errlen, "--push and --otlp need libcurl (Debian package libcurl4): %s", dlerror());
+		set_err(err, errlen, "--push and --otlp need libcurl (Debian package libcurl4): %s", why);
 		return -1;
-	}
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		/* POSIX: a data pointer from dlsym may be used as a function pointer */
-		slots[i] = dlsym(lib, names[i]);
-		if (!slots[i]) {
-			set_err(err, errlen, "libcurl.so.4 lacks %s", names[i]);
-			dlclose(lib);
-			lib = NULL;
-			return -1;
-		}
 	}
 	curl.global_init(CURL_GLOBAL_DEFAULT);
 	return 0;

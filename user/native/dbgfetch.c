@@ -4,7 +4,7 @@
 #include "clock.h"
 
 #ifndef PYPERF_STATIC
-#include <dlfcn.h>
+#include "dynlib.h"
 #include <elfutils/debuginfod.h>
 #endif
 #include <errno.h>
@@ -327,10 +327,15 @@ int dbgfetch_helper(const char *hex)
 {
 	unsigned char id[40];
 	size_t len = strlen(hex);
-	debuginfod_client *c, *(*begin)(void);
-	int (*find)(debuginfod_client *, const unsigned char *, int, char **);
-	void (*end)(debuginfod_client *);
-	void *lib;
+	static const char *const names[] = { "debuginfod_begin", "debuginfod_find_debuginfo",
+					     "debuginfod_end" };
+	struct {
+		debuginfod_client *(*begin)(void);
+		int (*find)(debuginfod_client *, const unsigned char *, int, char **);
+		void (*end)(debuginfod_client *);
+	} di;
+	debuginfod_client *c;
+	char why[256];
 	char *path = NULL;
 	int fd;
 
@@ -350,23 +355,16 @@ int dbgfetch_helper(const char *hex)
 	/* opened here, in the helper, not linked: the library and what it
 	 * needs (libcurl, gnutls, krb5, ...: 30 libraries) were loaded into
 	 * every run, which fetches nothing unless DEBUGINFOD_URLS is set */
-	lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		printf("cannot load libdebuginfod.so.1 (Debian package libdebuginfod1): %s\n",
-		       dlerror());
+	if (!dynlib_open("libdebuginfod.so.1", names, (void **)&di, 3, why, sizeof(why))) {
+		printf("cannot load libdebuginfod.so.1 (Debian package libdebuginfod1): %s\n", why);
 		return 1;
 	}
-	/* POSIX: a data pointer from dlsym may be used as a function pointer */
-	begin = (debuginfod_client * (*)(void)) dlsym(lib, "debuginfod_begin");
-	find = (int (*)(debuginfod_client *, const unsigned char *, int, char **))dlsym(
-		lib, "debuginfod_find_debuginfo");
-	end = (void (*)(debuginfod_client *))dlsym(lib, "debuginfod_end");
-	if (!begin || !find || !end || !(c = begin())) {
+	if (!(c = di.begin())) {
 		printf("cannot start a debuginfod client\n");
 		return 1;
 	}
-	fd = find(c, id, (int)(len / 2), &path);
-	end(c);
+	fd = di.find(c, id, (int)(len / 2), &path);
+	di.end(c);
 	if (fd < 0) {
 		printf("%s\n", fd == -ENOENT ? "no server has it" : strerror(-fd));
 		free(path);

@@ -1,12 +1,10 @@
 /* evalparts.c - see evalparts.h. */
 #include "evalparts.h"
 
+#include "dynlib.h"
 #include "unwind_table.h"
 
 #include <capstone/capstone.h>
-#ifndef PYPERF_STATIC
-#include <dlfcn.h>
-#endif
 #include <gelf.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -43,23 +41,11 @@ static void cs_load(void)
 #else
 	static const char *const names[] = { "cs_open", "cs_option", "cs_malloc", "cs_disasm_iter",
 					     "cs_insn_group", "cs_free", "cs_close" };
-	void *lib = dlopen(CS_SONAME(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL), *f[7];
+	char why[256];
 
-	if (!lib)
-		return;
-	for (size_t i = 0; i < 7; i++)
-		if (!(f[i] = dlsym(lib, names[i]))) {
-			dlclose(lib);
-			return;
-		}
-	/* POSIX: a data pointer from dlsym may be used as a function pointer */
-	cs_fn.option = (cs_err (*)(csh, cs_opt_type, size_t))f[1];
-	cs_fn.malloc = (cs_insn * (*)(csh)) f[2];
-	cs_fn.disasm_iter = (bool (*)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *))f[3];
-	cs_fn.insn_group = (bool (*)(csh, const cs_insn *, unsigned int))f[4];
-	cs_fn.free = (void (*)(cs_insn *, size_t))f[5];
-	cs_fn.close = (cs_err (*)(csh *))f[6];
-	cs_fn.open = (cs_err (*)(cs_arch, cs_mode, csh *))f[0]; /* last: the others are set */
+	/* in the struct's order; nothing is set when one is missing */
+	dynlib_open(CS_SONAME(CS_API_MAJOR), names, (void **)&cs_fn,
+		    sizeof(names) / sizeof(names[0]), why, sizeof(why));
 #endif
 }
 
