@@ -1,6 +1,7 @@
 """Merged stacks: native frames (unwound from CFI, no frame pointers needed)
 take their place between Python frames, eval-loop frames are replaced by the
 Python frames they ran, and native frames outside the loop stay put."""
+import collections
 import glob
 import json
 import os
@@ -188,8 +189,10 @@ def test_perf_jit_trampolines_are_named_from_the_jitdump(python, tmp_path):
     maps, not in a perf map: they are named from it ("py::hot:FILE ([jit])")
     and the merge is whole."""
     before = set(glob.glob("/tmp/jit-*.dump")) | set(glob.glob("/tmp/perf-*.map"))
+    stats = tmp_path / "stats.json"
     try:
-        stacks, r = record(python[0], tmp_path, "perf_jit.py", "2", pyflags=["-X", "perf_jit"])
+        stacks, r = record(python[0], tmp_path, "perf_jit.py", "2", pyflags=["-X", "perf_jit"],
+                           extra=["--stats-json", str(stats)])
         made = set(glob.glob("/tmp/jit-*.dump")) | set(glob.glob("/tmp/perf-*.map"))
     finally:  # CPython leaves its jitdump file behind
         for f in set(glob.glob("/tmp/jit-*.dump")) - before:
@@ -201,9 +204,22 @@ def test_perf_jit_trampolines_are_named_from_the_jitdump(python, tmp_path):
     assert total > 500, r.stderr
     whole = sum(c for f, c in hot if names(f) == ["<module>", "main", "hot"])
     assert whole >= 0.95 * total, f"{whole} of {total}"
+    # until the first tables are built (0.5 s of the run on a loaded CI
+    # machine) a sample's native part stops before the trampolines: those
+    # pending samples are bounded as in the perf map case, the rest named
+    pending, early, why = pending_beyond_first_tables(stacks, stats)
+    assert pending <= 1.2 * early + 0.02 * sum(c for _, c in stacks), \
+        f"{pending} pending ({why})"
+    unpending = sum(c for f, c in hot if PENDING not in f)
     named = sum(c for f, c in hot if any(x.startswith("py::hot:") and x.endswith(" ([jit])")
                                          for x in f))
-    assert named >= 0.9 * total, f"{named} of {total} hot samples show its trampoline"
+    unnamed = collections.Counter()
+    for f, c in hot:
+        if PENDING not in f and not any(x.startswith("py::hot:") for x in f):
+            unnamed[";".join(f[-6:])] += c
+    assert named >= 0.9 * unpending, \
+        f"{named} of {unpending} hot samples (not pending) show its trampoline; " \
+        f"others: {unnamed.most_common(3)} ({why})"
     anon = [f for f, _ in stacks if any(x.startswith("[jit] (anon") for x in f)]
     assert len(anon) <= 0.1 * len(stacks), anon[:1]
 
