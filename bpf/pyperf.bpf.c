@@ -118,6 +118,22 @@ struct {
 	__type(value, struct code_id);
 } code_ids SEC(".maps");
 
+/* The Python parts (frames, lines, globals, task) of the stacks the loader
+ * was woken for: a new stack whose Python part is here (a merged run's new
+ * native pcs under Python frames seen before) waits for the loader's next
+ * poll, its code objects named already. */
+struct py_part {
+	__u32 tgid;
+	__u32 gen;
+	__u64 hash;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct py_part);
+	__type(value, __u8);
+} py_seen SEC(".maps");
+
 /* tid -> its PyThreadState (struct tstate_cache, pyperf.h) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -313,6 +329,7 @@ struct scratch {
 	__u32 last;              /* 1 + the mapping of the last frame; 0: none */
 	__u32 used;              /* the table last marked used in this sample */
 	__u64 hash;              /* the stack's hash, into and out of unwind_native */
+	__u64 py_hash;           /* its Python part's (walk_current), for py_seen */
 	__u32 nflags;            /* STACK_NATIVE* of the walk (here, not on the stack:
 				  * each new value would make the verifier check
 				  * native_step again) */
@@ -499,8 +516,11 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 	struct walk_ctx c = { .p = p };
 	void *m = bpf_map_lookup_elem(&counts, &idx);
 	struct stack_key key;
+	struct py_part part;
 	struct scratch *s;
 	__u64 *v, size;
+	__u8 one = 1;
+	bool wake;
 	long err;
 
 	if (!m || !p || !key_in || !walk_ctx_of(&c, key_in->pid, 0))
@@ -525,18 +545,29 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 	WALK_LOOP(check_step, 16, PYPERF_MAX_FRAMES, &c);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
-	/* a new stack with Python frames wakes the loader at once: it names
-	 * the code objects while they exist (an imported module's code is
-	 * freed once it has run); one without (a BLAS or OpenMP worker's)
-	 * waits for the next wakeup or poll (100 ms at most), unless the ring
-	 * is filling up */
+	/* a new stack with a Python part not seen before wakes the loader at
+	 * once: it names the code objects while they exist (an imported
+	 * module's code is freed once it has run).  One whose Python part the
+	 * loader was woken for already (most new stacks of a merged run: new
+	 * native pcs under known frames) or without Python frames (a BLAS or
+	 * OpenMP worker's) waits for the next wakeup or poll (100 ms at most),
+	 * unless the ring is filling up */
+	wake = false;
+	if (s->ev.nframes) {
+		part.tgid = key.pid;
+		part.gen = key.gen;
+		part.hash = s->py_hash;
+		wake = !bpf_map_lookup_elem(&py_seen, &part);
+	}
 	if (!size || bpf_ringbuf_output(&events, s->wire, size,
-					s->ev.nframes ||
+					wake ||
 					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
 					0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return false;
 	}
+	if (wake) /* announced: the loader names its code objects now */
+		bpf_map_update_elem(&py_seen, &part, &one, BPF_ANY);
 	err = bpf_map_update_elem(m, &key, &weight, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		v = bpf_map_lookup_elem(m, &key);
@@ -741,6 +772,7 @@ static __always_inline bool walk_current(struct scratch *s, struct proc_info *p,
 		return false;
 	flags = s->fw.flags;
 	hash = s->fw.hash;
+	s->py_hash = mix(mix(hash, s->ev.nframes), flags);
 	s->ev.nnative = 0;
 	if (native_stacks) {
 		s->hash = hash;
