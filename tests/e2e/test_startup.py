@@ -115,19 +115,44 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
     po, merged = sizes["python-only"], sizes["merged"]
     # no kernel stacks, no kernel stack maps
     assert po["kstacks0"]["max_entries"] == 1 and po["kstacks1"]["max_entries"] == 1, po["kstacks0"]
-    assert merged["kstacks0"]["max_entries"] > 1, merged["kstacks0"]
-    # a command's tree, not a host: 4096 processes, 16384 threads
+    assert merged["kstacks0"]["max_entries"] == 2048, merged["kstacks0"]
+    # a command's tree, not a host: 4096 processes and threads, 8192
+    # stacks between drains (sooner when half full), 4096 code objects and
+    # 2048 Python parts of new stacks
     for m in (po, merged):
         assert m["procs"]["max_entries"] == m["targets"]["max_entries"] == 4096, m["procs"]
-        assert m["skip"]["max_entries"] == 4096 and m["tcache"]["max_entries"] == 16384, m["tcache"]
+        assert m["skip"]["max_entries"] == 4096 and m["tcache"]["max_entries"] == 4096, m["tcache"]
+        assert m["counts0"]["max_entries"] == m["counts1"]["max_entries"] == 8192, m["counts0"]
+        assert m["code_ids"]["max_entries"] == 4096, m["code_ids"]
+        assert m["py_seen"]["max_entries"] == 2048, m["py_seen"]
     # 512 KiB of ring per CPU, a power of 2 from 1 to 4 MiB
     ring = min(4 << 20, max(1 << 20, (512 << 10) * possible_cpus()))
     while ring & (ring - 1):
         ring &= ring - 1
     assert merged["events"]["max_entries"] == ring, (merged["events"], possible_cpus())
-    # what the kernel holds for a --python-only run (14 MiB here; the
-    # host-wide sizes were 44)
-    assert po["total"] < 24 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
+    # what the kernel holds for a --python-only run (5 MiB here; the
+    # host-wide sizes were 44), and a merged one's (7 MiB)
+    assert po["total"] < 8 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
+    assert merged["total"] < 12 << 20, sorted((m["memlock"], n) for n, m in merged.items()
+                                               if n != "total")
+
+
+def test_a_small_counts_map_is_drained_before_it_fills(tmp_path):
+    """The loader drains a counts map when the new stacks announced since the
+    last drain reach half its size, not only every second: with 128 entries
+    a merged 999 Hz run (hundreds of new stacks a second: new native pcs)
+    loses almost nothing to a full map."""
+    stats = tmp_path / "s.json"
+    env = dict(os.environ, PYPERF_COUNTS_ENTRIES="128")
+    stacks, _, r = record_workload(one_python(), tmp_path, "split.py", "3",
+                                   str(tmp_path / "truth.json"), hz=999, env=env,
+                                   extra=["--stats-json", str(stats)])
+    s = json.loads(stats.read_text())
+    assert s["maps"] and all(m["max_entries"] == 128 for m in s["maps"]
+                             if m["name"] in ("counts0", "counts1")), s["maps"]
+    assert sum(c for _, c in stacks) > 1000, r.stderr
+    assert s["stat_map_full"] <= 0.01 * s["stat_samples"], \
+        (s["stat_map_full"], s["stat_samples"])
 
 
 def needed(path):

@@ -62,6 +62,9 @@ struct sampler {
 	struct reaper *reaper;       /* takes probes out off the main loop */
 	unsigned events;             /* --events */
 	struct hmap event_links;     /* binary (dev, ino) -> struct event_links * */
+	unsigned announced;          /* new stacks announced since the last drain:
+				      * about the entries of the active counts map */
+	unsigned counts_max;         /* a counts map's max_entries */
 };
 
 /* --events: the marker probes of one interpreter binary */
@@ -280,6 +283,7 @@ static int dispatch(void *ctx, void *data, size_t size)
 	pid = (int)h->pid;
 	switch (h->kind) {
 	case EV_STACK:
+		s->announced++;
 		if (e->stack && sampler_unpack_stack(data, size, s->stack) == 0)
 			e->stack(e->ctx, s->stack);
 		break;
@@ -323,9 +327,16 @@ static int dispatch(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* the processes and threads a run with targets (a command, -p) tracks */
+/* the processes and threads a run with targets (a command, -p) tracks;
+ * the distinct stacks each counts map holds (drained sooner when half full:
+ * sampler_counts_filling), the code objects, Python parts and kernel
+ * stacks of new stacks kept */
 #define TARGETED_PROCS 4096
-#define TARGETED_THREADS 16384
+#define TARGETED_THREADS 4096
+#define TARGETED_COUNTS 8192
+#define TARGETED_CODE_IDS 4096
+#define TARGETED_PY_PARTS 2048
+#define TARGETED_KSTACKS 2048
 
 /* the ring buffer's bytes (a power of 2): per CPU, at least, at most */
 #define RINGBUF_PER_CPU (512u << 10)
@@ -367,7 +378,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct sampler *s;
 	bool compat;
-	int e;
+	int e, inner_fd = -1;
 
 	const char *btf = o->vmlinux_btf ? o->vmlinux_btf : "/sys/kernel/btf/vmlinux";
 
@@ -486,6 +497,12 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.targets, TARGETED_PROCS);
 		bpf_map__set_max_entries(s->skel->maps.skip, TARGETED_PROCS);
 		bpf_map__set_max_entries(s->skel->maps.tcache, TARGETED_THREADS);
+		bpf_map__set_max_entries(s->skel->maps.counts0, TARGETED_COUNTS);
+		bpf_map__set_max_entries(s->skel->maps.counts1, TARGETED_COUNTS);
+		bpf_map__set_max_entries(s->skel->maps.code_ids, TARGETED_CODE_IDS);
+		bpf_map__set_max_entries(s->skel->maps.py_seen, TARGETED_PY_PARTS);
+		bpf_map__set_max_entries(s->skel->maps.kstacks0, TARGETED_KSTACKS);
+		bpf_map__set_max_entries(s->skel->maps.kstacks1, TARGETED_KSTACKS);
 	}
 	if (!o->kernel_stacks) { /* 8 MiB each, filled at load: none */
 		bpf_map__set_max_entries(s->skel->maps.kstacks0, 1);
@@ -514,6 +531,17 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
 	}
+	s->counts_max = bpf_map__max_entries(s->skel->maps.counts0);
+	/* libbpf makes the outer map's inner template as the definition has it
+	 * (32768 entries, preallocated: made and freed at load for nothing):
+	 * one of 1 entry instead (the kernel does not compare a hash map's
+	 * size with its template's; libbpf 1.1 cannot resize the template) */
+	inner_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "counts_inner", sizeof(struct stack_key),
+				  sizeof(__u64), 1, NULL);
+	if (inner_fd >= 0 && bpf_map__set_inner_map_fd(s->skel->maps.counts, inner_fd)) {
+		close(inner_fd);
+		inner_fd = -1;
+	}
 	/* the kernel's own names of kernel addresses: a syscall program
 	 * (5.14) with bpf_snprintf (5.13); without, /proc/kallsyms
 	 * (naming_name_kernel) */
@@ -534,6 +562,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		}
 	}
 	e = pyperf_bpf__load(s->skel);
+	if (inner_fd >= 0)
+		close(inner_fd);
 	if (e) {
 		explain_load_error(-e, err, errlen);
 		goto fail;
@@ -1094,9 +1124,15 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 	__atomic_store_n(&s->skel->bss->active, idle ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&settle, NULL); /* programs that picked the old map finish in microseconds */
 	ring_buffer__consume(s->rb);
+	s->announced = 0;
 	rc = drain_map(fds[idle], kfds[idle], fn, ctx);
 	__atomic_store_n(&s->skel->bss->map_full[idle], 0, __ATOMIC_SEQ_CST); /* empty again */
 	return rc;
+}
+
+bool sampler_counts_filling(const struct sampler *s)
+{
+	return s->announced >= s->counts_max / 2;
 }
 
 int sampler_name_kernel(struct sampler *s, uint64_t addr, char *buf, size_t len)

@@ -905,7 +905,7 @@ static void run_loop(struct session *r, uint64_t start)
 			naming_python_threads(&r->names, &r->prof, r->s);
 			next_names = now + THREAD_NAMES_EVERY_NS;
 		}
-		if (now >= next_drain) {
+		if (now >= next_drain || sampler_counts_filling(r->s)) {
 			sampler_drain(r->s, on_count, r);
 			update_refused(r);
 			next_drain = now + drain_ns;
