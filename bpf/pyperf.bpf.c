@@ -878,13 +878,18 @@ int name_ksym(__u64 *addr)
 	return 0;
 }
 
-/* ---- process lifecycle ---- */
+/* ---- process lifecycle ----
+ * Raw tracepoints, not BTF-typed ones: a tp_btf program makes libbpf read
+ * and parse the kernel's whole BTF even where CO-RE uses a copy
+ * (sampler.c: the cached copy), and each typed field access makes the
+ * verifier search that BTF for the type's trusted variants.  The task of
+ * exec and exit is the current one; fork's child is read through CO-RE. */
 
 /* a new program: whatever we knew about this pid is stale */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+SEC("raw_tp/sched_process_exec")
+int on_exec(void *ctx)
 {
-	__u32 tgid = task->tgid;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	if (!is_profiled(tgid))
 		return 0;
@@ -897,13 +902,13 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 }
 
 /* a new process: starts unclassified; children of targets are targets */
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u32 ptgid = bpf_get_current_pid_tgid() >> 32, ctgid = BPF_CORE_READ(child, tgid);
 	__u8 one = 1;
 
-	if (child->pid != ctgid)
+	if ((__u32)BPF_CORE_READ(child, pid) != ctgid)
 		return 0; /* a new thread, not a new process */
 	if (bpf_map_delete_elem(&procs, &ctgid) == 0)
 		__sync_fetch_and_add(&procs_epoch, 1);
@@ -914,18 +919,19 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *task)
+SEC("raw_tp/sched_process_exit")
+int on_exit(void *ctx)
 {
-	__u32 tgid = task->tgid;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct offcpu_thread *t;
 
 	if (offcpu) { /* the thread's slot is free */
-		t = slot_find((__u64)tgid << 32 | (__u32)task->pid);
+		t = slot_find((__u64)tgid << 32 | tid);
 		if (t)
 			t->id = 0;
 	}
-	if (task->pid != tgid || !is_profiled(tgid))
+	if (tid != tgid || !is_profiled(tgid))
 		return 0;
 	if (bpf_map_lookup_elem(&procs, &tgid))
 		send_event(EV_EXIT, tgid);

@@ -17,9 +17,12 @@ exec to exit, RSS) are `make bench`'s; here, what makes them small:
   a process tree rather than a host, and a ring buffer sized by the CPUs
   (its pages are the loader's RSS twice over).
 - Libraries: the dynamic build links only what every run uses; libcurl,
-  libdebuginfod and capstone are opened when first needed."""
+  libdebuginfod and capstone are opened when first needed.
+- The kernel's BTF: read from a copy made once per boot, not from sysfs 4 KiB
+  at a time."""
 import json
 import os
+import stat
 import subprocess
 
 import pytest
@@ -167,3 +170,29 @@ def test_the_dynamic_build_opens_what_few_runs_need_only_when_needed():
     assert libs, "no NEEDED entries: not the dynamic build"
     for late in ("libcurl", "libdebuginfod", "libcapstone"):
         assert not any(lib.startswith(late) for lib in libs), libs
+
+
+def test_the_kernels_btf_is_read_from_a_copy_made_once_per_boot(tmp_path):
+    """libbpf reads the kernel's BTF for CO-RE at every start; sysfs hands it
+    out 4 KiB a read.  The first run copies it to /run/pyperf-bpf (a
+    directory only root may write, emptied at boot), named by the boot's
+    id; later runs read the copy.  A copy of the wrong size (cut short) is
+    made again, and the run still profiles."""
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    cache = f"/run/pyperf-bpf/vmlinux-{boot}.btf"
+    if os.path.exists(cache):
+        os.unlink(cache)
+    for attempt in ("fresh", "cut short"):
+        stacks, _, _ = record_workload(one_python(), tmp_path, "split.py", "1",
+                                       str(tmp_path / "truth.json"), hz=99,
+                                       extra=["--python-only"])
+        assert sum(c for _, c in stacks) > 20, (attempt, stacks)
+        st = os.lstat(cache)
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+        assert stat.S_IMODE(os.lstat("/run/pyperf-bpf").st_mode) == 0o700
+        with open(cache, "rb") as a, open("/sys/kernel/btf/vmlinux", "rb") as b:
+            assert a.read() == b.read(), f"{attempt}: the copy differs from the kernel's BTF"
+        with open(cache, "r+b") as f:  # the next run finds it cut short
+            f.truncate(st.st_size // 2)
+    assert not [f for f in os.listdir("/run/pyperf-bpf") if f.endswith(tuple("0123456789"))], \
+        "a temporary copy was left behind"
