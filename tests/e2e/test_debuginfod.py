@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import both_builds, SUPPORTED, WORKLOADS, parse_folded, run_pyperf
+from conftest import PYPERF, STATIC, both_builds, SUPPORTED, WORKLOADS, parse_folded, run_pyperf
 
 PYTHON = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else \
     (SUPPORTED[-1][0] if SUPPORTED else None)
@@ -117,6 +117,22 @@ def test_a_stripped_library_is_named_through_the_server(build, lib, server, tmp_
     assert leaf.get("hidden_spin", 0) >= 0.95 * total, leaf
     assert f"debuginfod: {bid}: debug file {tmp_path / 'cache'}" in r.stderr, r.stderr
     assert os.path.exists(tmp_path / "cache" / bid / "debuginfo")
+
+
+def test_no_server_no_debuginfod_client_is_loaded(lib, tmp_path):
+    """Without DEBUGINFOD_URLS nothing loads libdebuginfod (and through it
+    libcurl's forty-odd libraries, 7 MB of RSS): libdw's standard search for
+    a debug file ends by asking debuginfod itself, loading the client first;
+    ours searches the local places only.  The stripped library with no local
+    debug file is still named from its own symbols.  The dynamic build (the
+    static one has no such library to load)."""
+    if os.path.realpath(PYPERF) == os.path.realpath(STATIC):
+        pytest.skip("PYPERF_BIN is the static build")
+    path, _, _ = lib
+    leaf, r = record(path, tmp_path, clean_env(tmp_path, LD_DEBUG="files"))
+    assert sum(leaf.values()) > 100 and all(n.startswith("libdbgspin.so+0x") for n in leaf), leaf
+    loaded = [x for x in r.stderr.splitlines() if "dynamically loaded by" in x]
+    assert not [x for x in loaded if "libdebuginfod" in x or "libcurl" in x], loaded
 
 
 def black_hole():

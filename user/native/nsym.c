@@ -23,11 +23,13 @@
 #include <elf.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,22 +122,99 @@ static unsigned elf_type(const unsigned char *h)
 					 : (unsigned)h[EI_NIDENT + 1] << 8 | h[EI_NIDENT];
 }
 
-/* libdwfl's search for a debug file, unless the caller named one */
+/* Does the ELF file open at fd carry this build-id? */
+static bool has_build_id(int fd, const unsigned char *id, int len)
+{
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *got = NULL;
+	bool same = e && dwelf_elf_gnu_build_id(e, &got) == len && !memcmp(got, id, (size_t)len);
+
+	elf_end(e);
+	return same;
+}
+
+/* A debug file by its link name (.gnu_debuglink, else the binary's name +
+ * ".debug") along the search path `search`, in libdwfl's syntax: each entry
+ * ("+" or "-" before it is libdwfl's CRC switch, ignored: a binary with a
+ * build-id is checked against it) is the binary's own directory when empty,
+ * a directory under it when relative, and a root the binary's directory is
+ * appended to when absolute.  -1: none. */
+static int find_by_link(Dwfl_Module *mod, const char *search, const char *file_name,
+			const char *link, char **out)
+{
+	const unsigned char *id = NULL;
+	GElf_Addr va;
+	int idlen = dwfl_module_build_id(mod, &id, &va);
+	char *real = file_name ? realpath(file_name, NULL) : NULL, *slash, dflt[NAME_MAX + 8];
+	char cand[PATH_MAX];
+	struct stat self, st;
+	int fd = -1;
+
+	if (!real || !(slash = strrchr(real, '/')) || stat(real, &self))
+		goto out;
+	*slash = 0; /* real: the directory, "" for / */
+	if (!link) {
+		snprintf(dflt, sizeof(dflt), "%.*s.debug", NAME_MAX, slash + 1);
+		link = dflt;
+	}
+	for (const char *e = search; fd < 0 && e; e = strchr(e, ':') ? strchr(e, ':') + 1 : NULL) {
+		size_t n = strcspn(e, ":");
+		const char *d = e;
+		int w;
+
+		if (n && (*d == '+' || *d == '-'))
+			d++, n--;
+		if (!n)
+			w = snprintf(cand, sizeof(cand), "%s/%s", real, link);
+		else if (*d != '/')
+			w = snprintf(cand, sizeof(cand), "%s/%.*s/%s", real, (int)n, d, link);
+		else
+			w = snprintf(cand, sizeof(cand), "%.*s%s/%s", (int)n, d, real, link);
+		if (w < 0 || (size_t)w >= sizeof(cand) || (fd = open(cand, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		/* not the binary itself, and the one it was built with */
+		if (fstat(fd, &st) || (st.st_dev == self.st_dev && st.st_ino == self.st_ino) ||
+		    (idlen > 0 && !has_build_id(fd, id, idlen))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0 && !(*out = strdup(cand))) {
+		close(fd);
+		fd = -1;
+	}
+out:
+	free(real);
+	return fd;
+}
+
+/* A binary's separate debug file, unless the caller named one: by build-id
+ * under the search path's absolute entries, else by its debug link.  Not
+ * libdwfl's standard search: its last resort asks debuginfod itself, which
+ * makes libdw load libdebuginfod and libcurl's forty-odd libraries into
+ * any run that names a binary without local debug files (7 MB of RSS, the
+ * dynamic loader's work); debuginfod is asked by dbgfetch, off the main
+ * path, and only when DEBUGINFOD_URLS is set. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 			  char **debuginfo_file_name)
 {
 	struct nsym_bin *b = *userdata;
+	int fd;
 
 	if (b && b->given_debug) {
-		int fd = open(b->given_debug, O_RDONLY | O_CLOEXEC);
-
+		fd = open(b->given_debug, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
 			*debuginfo_file_name = strdup(b->given_debug);
 		return fd;
 	}
-	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-					    debuglink_file, debuglink_crc, debuginfo_file_name);
+	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
+	if (fd >= 0)
+		return fd;
+	errno = 0;
+	return find_by_link(mod, b && b->debuginfo_path ? b->debuginfo_path : ":.debug:/usr/lib/debug",
+			    file_name, debuglink_file, debuginfo_file_name);
 }
 
 struct nsym_bin *nsym_open(int fd, const char *path, const char *debuginfo_path, char *err,
