@@ -123,9 +123,12 @@ def test_marker_pauses_and_imports_match_the_interpreters_own_count(python, tmp_
     """Per generation, the GC pauses count is gc.callbacks' count plus at
     most the collections that ran before the callback was registered
     (start-up's, which the markers may or may not catch); the three
-    gc.collect() show as generation 2.  The slowest import is slowmod, at
-    its 0.4 s sleep; quickmod, if listed, is quick.  On every supported
-    interpreter whose binary or libpython carries the markers."""
+    gc.collect() show as generation 2.  slowmod is listed at its 0.4 s
+    sleep; each module the workload timed itself is listed at most at that
+    time (its import statement holds the markers' find-and-load): on a
+    loaded machine a standard module's import can outlast slowmod's sleep
+    (decimal, 977 ms once in CI).  quickmod, if listed, is quick.  On every
+    supported interpreter whose binary or libpython carries the markers."""
     if python is None:
         pytest.fail("no supported interpreter carries the stapsdt markers (readelf -n shows no "
                     "gc__start in any of " + ", ".join(p[0] for p in SUPPORTED) + "): install "
@@ -153,12 +156,14 @@ def test_marker_pauses_and_imports_match_the_interpreters_own_count(python, tmp_
     imports = events["imports"][pid]
     assert 1 <= len(imports) <= 10, imports
     assert [ms for ms, _ in imports] == sorted((ms for ms, _ in imports), reverse=True), imports
-    ms, first = imports[0]
-    assert first == "slowmod", imports
-    assert 380 <= ms <= 1500, imports
-    for ms, module in imports:
-        if module == "quickmod":
-            assert ms < 100, imports
+    listed = dict((module, ms) for ms, module in imports)
+    timed = truth["import_ms"]
+    assert "slowmod" in listed and 380 <= listed["slowmod"] <= timed["slowmod"] + 5, (imports, timed)
+    for module, ms in listed.items():
+        if module in timed:
+            assert ms <= timed[module] + 5, (module, imports, timed)
+    if "quickmod" in listed:
+        assert listed["quickmod"] < 100, imports
 
 
 def test_interpreter_without_markers_is_profiled_with_one_warning(tmp_path):

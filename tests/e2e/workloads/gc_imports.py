@@ -15,7 +15,9 @@ the test, then a few standard modules that were not imported yet.
 OUT gets {"callbacks": {generation: starts seen by the callback},
 "base": [collections per generation before the callback],
 "final": [collections per generation at the end], "imported": [the
-standard modules imported here, in order], "pid": this process}.  The
+standard modules imported here, in order], "import_ms": {module: the wall
+time of its import statement here, which holds the markers' find-and-load},
+"pid": this process}.  The
 collector is disabled before those are read, and the process ends with
 os._exit: finalization would run collections the callback does not see."""
 import gc
@@ -76,18 +78,20 @@ def main():
     time.sleep(0.7)
     churn(1.5)
     sys.path.insert(0, slowdir)
-    import quickmod  # noqa: F401
-    import slowmod  # noqa: F401
+    import_ms = {}
     imported = []
-    for name in STDLIB:
+    for name in ["quickmod", "slowmod"] + STDLIB:
         if name not in sys.modules:
+            t = time.perf_counter()
             __import__(name)
-            imported.append(name)
+            import_ms[name] = (time.perf_counter() - t) * 1000
+            if name in STDLIB:
+                imported.append(name)
     gc.disable()  # no collection after the counts are read
     final = [s["collections"] for s in gc.get_stats()]
     with open(out, "w") as f:
         json.dump({"callbacks": dict(starts), "base": base, "final": final,
-                   "imported": imported, "pid": os.getpid()}, f)
+                   "imported": imported, "import_ms": import_ms, "pid": os.getpid()}, f)
         f.flush()
     sys.stdout.flush()
     sys.stderr.flush()
