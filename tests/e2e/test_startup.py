@@ -133,11 +133,16 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
     while ring & (ring - 1):
         ring &= ring - 1
     assert merged["events"]["max_entries"] == ring, (merged["events"], possible_cpus())
-    # what the kernel holds for a --python-only run (5 MiB here; the
-    # host-wide sizes were 44), and a merged one's (7 MiB)
-    assert po["total"] < 8 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
-    assert merged["total"] < 12 << 20, sorted((m["memlock"], n) for n, m in merged.items()
-                                               if n != "total")
+    # what the kernel holds besides what grows with the CPUs (the ring
+    # buffer, the per-CPU scratch): for a --python-only run 5.4 MiB here
+    # (the host-wide sizes were 44), for a merged one 9.5 MiB (29 before
+    # the targeted sizes)
+    def fixed(m):
+        return sum(v["memlock"] for n, v in m.items()
+                   if n not in ("total", "events", "scratch_map"))
+    assert fixed(po) < 7 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
+    assert fixed(merged) < 12 << 20, sorted((m["memlock"], n) for n, m in merged.items()
+                                            if n != "total")
 
 
 def test_a_small_counts_map_is_drained_before_it_fills(tmp_path):
