@@ -45,7 +45,9 @@ MODES = {
     "async": (["--async"], set()),
     "wall": (["--mode", "wall"], OFFCPU),
     "offcpu": (["--mode", "offcpu"], OFFCPU),
-    "faults": (["--mode", "faults"], set()),
+    # every fault walked: at the default one in 64, a 1-s split.py's few
+    # hundred faults on anonymous memory can all go unpicked
+    "faults": (["--mode", "faults", "--interval", "4k"], set()),
     "alloc": (["--mode", "alloc"], ALLOC),
     "events": (["--events", "gc,import"], EVENTS),
 }
