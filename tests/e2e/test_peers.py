@@ -1,6 +1,7 @@
 """Peers as referees: the same question asked of pyperf-bpf and of py-spy
 and austin (installed from PyPI by scripts/setup --test-deps), with scenes
 written here, and the same answer wanted."""
+import ast
 import json
 import os
 import re
@@ -188,11 +189,11 @@ def test_dump_json_agrees_with_py_spy(python, tmp_path):
 # with_locals's variables as Python's repr() shows them, or a pattern
 LOCALS_WANTED = [
     ("count", True, "7"), ("name", True, "'w'"), ("ratio", True, "1.25"),
-    ("flag", True, "False"), ("rest", True, "<tuple of 2 items>"),
-    ("kw", True, "<dict of 1 item>"),
+    ("flag", True, "False"), ("rest", True, "(5, 6)"),
+    ("kw", True, "{'extra': 1}"),
     ("big", False, str(2 ** 70)), ("neg", False, "-12345"), ("half", False, "0.5"),
     ("text", False, repr("it's \"quoted\"\nнить")), ("data", False, repr(b"\x00ab\xff")),
-    ("items", False, "<list of 3 items>"), ("nothing", False, "None"),
+    ("items", False, "[1, 2, 3]"), ("nothing", False, "None"),
     ("obj", False, r"<Scene object at 0x[0-9a-f]+>"),
     ("inner", False, r"<function object at 0x[0-9a-f]+>"),
 ]
@@ -204,29 +205,44 @@ def object_at(r):
     return ("object", m.group(1), int(m.group(2), 16)) if m else r
 
 
+def as_python(theirs):
+    """py-spy's repr as Python would write it, where it can be: its strings
+    are in double quotes with ' written \\" and newlines \\n"""
+    return re.sub(r'"((?:[^"\\]|\\.)*)"',
+                  lambda m: repr(m.group(1).replace('\\"', "'").replace("\\n", "\n")), theirs)
+
+
 def same_value(theirs, ours):
-    """py-spy's repr and ours say the same where both say a value: ints,
-    True/False/None, floats, simple strings, an object's type and address;
-    py-spy spells out containers (ours: type and length), big ints as
-    +bigint, bytes as an object: those are not compared."""
-    if re.fullmatch(r"-?\d+|True|False|None", theirs):
-        return theirs == ours
-    if re.fullmatch(r"-?\d+(\.\d*)?(e-?\d+)?", theirs):
+    """py-spy's repr and ours say the same: Python's repr where py-spy gives
+    it (ints, True/False/None, floats, containers of those), a str as
+    py-spy spells it (in double quotes, ' as \\", newlines as \\n), an
+    object's type and address where it gives that; py-spy's +bigint is an
+    int of over 60 bits, its <bytes at 0x..> (it shows no bytes) ours as a
+    bytes literal, and its <cell at 0x..> (a variable an inner function
+    uses, from 3.11) ours as the cell's content.  Anything else is not the
+    same."""
+    if re.fullmatch(r"-?\d+(\.\d*)?(e-?\d+)?", theirs) and re.fullmatch(r"-?[\d.e]+", ours):
         return float(theirs) == float(ours)
-    if re.fullmatch(r'"[\w ]*"', theirs):
-        return ours == "'" + theirs[1:-1] + "'"
+    if theirs in ("+bigint", "-bigint"):
+        return re.fullmatch(r"-?\d+", ours) is not None and abs(int(ours)) >= 2 ** 60 and \
+            (ours[0] == "-") == (theirs[0] == "-")
+    if theirs.startswith('"') and ours[:1] in "'\"":
+        # a str: py-spy's spelling of ours (its quotes can be ambiguous)
+        s = ast.literal_eval(ours)
+        return theirs == '"' + s.replace("'", '\\"').replace("\n", "\\n") + '"'
     t, o = object_at(theirs), object_at(ours)
-    if isinstance(t, tuple) and isinstance(o, tuple):
-        return t == o
-    return True
+    if isinstance(t, tuple):
+        return t == o or (t[1] == "bytes" and ours[:2] in ("b'", 'b"')) or \
+            (t[1] == "cell" and not isinstance(o, tuple))
+    return as_python(theirs) == ours
 
 
 @supported_pythons()
 def test_dump_locals_agree_with_py_spy(python, tmp_path):
     """dump --locals --json: a function with arguments (positional, keyword
     only, *args, **kwargs, one held in a cell) and locals of each kind shows
-    each as Python's repr() would (containers by type and length, other
-    objects by type and address), arguments first; and in every frame where
+    each as Python's repr() would (other objects by type and address),
+    arguments first; and in every frame where
     py-spy lists variables (recursion's n, threading's self) ours are the
     same, with the same values.  py-spy 0.4.3 lists none in with_locals
     from 3.11 (it gives up on the frame), and up to 3.10 leaves `count` out
@@ -269,6 +285,60 @@ def test_dump_locals_agree_with_py_spy(python, tmp_path):
                 assert same_value(w, have[k]), (f["name"], k, w, have[k])
             compared += 1
     assert compared >= 6 + 3 * 3, compared  # deep's n six times, three threads' self
+
+
+# local_vars.py's values that do not fit in a repr of 128 bytes
+CUT = {"local6", "local25", "too_deep", "too_long", "big_dict"}
+
+
+@supported_pythons()
+def test_dump_locals_show_containers_as_python_does(python, tmp_path):
+    """dump --locals --json on py-spy's own local_vars scenario and more
+    (local_vars.py): each value as Python's repr() (str() for a numpy
+    scalar) shows it, lists, tuples, dicts, sets and frozensets among them,
+    whole when it fits in 128 bytes (py-spy's bound); else cut where
+    "..." says, with "cut" true, and the same as Python's up to there.
+    py-spy dump --locals asked the same: every value it shows as Python
+    does, ours shows so too (it shows sets by address, a 1-tuple without its
+    comma and a list that holds itself until its length runs out)."""
+    truth_file = tmp_path / "truth.json"
+    p = subprocess.Popen([python[0], os.path.join(WORKLOADS, "local_vars.py"), str(truth_file)],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        ours = run_pyperf(["dump", "--locals", "--json", "-p", str(p.pid)], timeout=60)
+        theirs = subprocess.run([peer("py-spy"), "dump", "--locals", "--json", "--pid",
+                                 str(p.pid)], capture_output=True, text=True, timeout=60)
+    finally:
+        p.kill()
+        p.wait()
+    assert ours.returncode == 0, ours.stderr
+    truth = json.loads(truth_file.read_text())
+    frame = next(f for th in json.loads(ours.stdout) for f in th["frames"]
+                 if f["name"] == "local_variable_lookup")
+    got = {v["name"]: v for v in frame["locals"]}
+    assert [v["name"] for v in frame["locals"]][:3] == ["arg1", "arg2", "arg3"], frame
+    assert [v["arg"] for v in frame["locals"]][:4] == [True, True, True, False], frame
+    assert set(truth) <= set(got), sorted(set(truth) - set(got))
+    assert "local1" in truth and "local6" in truth and "empty_set" in truth, truth
+    for name, want in truth.items():
+        v = got[name]
+        assert len(v["repr"].encode()) <= 128, v
+        if name not in CUT:
+            assert (v["repr"], v["cut"]) == (want, False), (name, v, want)
+        else:
+            assert v["cut"] and "..." in v["repr"], (name, v)
+            shown = v["repr"][:v["repr"].index("...")]
+            assert len(shown) >= 6 and want.startswith(shown), (name, v["repr"], want)
+    assert theirs.returncode == 0, theirs.stderr
+    theirs_frame = next(f for th in json.loads(theirs.stdout) for f in th["frames"]
+                        if f["name"] == "local_variable_lookup")
+    right = {v["name"] for v in theirs_frame.get("locals") or []
+             if v["name"] in truth and as_python(v["repr"]) == truth[v["name"]]}
+    assert {"local1", "local2", "local5"} <= right, theirs_frame  # its own test's values
+    for name in right:
+        assert same_value(next(v["repr"] for v in theirs_frame["locals"] if v["name"] == name),
+                          got[name]["repr"]), (name, got[name])
 
 
 def test_dump_subprocesses_sees_the_processes_py_spy_sees(tmp_path):

@@ -552,7 +552,7 @@ static void print_tasks(const struct dumper *d)
 static unsigned json_objects;
 
 /* --json: a frame's locals as py-spy gives them, [] when none were read,
- * null without --locals */
+ * null without --locals; "cut": their repr is not all of the value */
 static void json_locals(struct sbuf *b, const struct dlocals *l, bool asked)
 {
 	if (!asked) {
@@ -566,7 +566,7 @@ static void json_locals(struct sbuf *b, const struct dlocals *l, bool asked)
 		sb_printf(b, ", \"addr\": %" PRIu64 ", \"arg\": %s, \"repr\": ", l->v[k].addr,
 			  l->v[k].arg ? "true" : "false");
 		out_json_str(b, l->v[k].repr);
-		sb_puts(b, "}");
+		sb_printf(b, ", \"cut\": %s}", l->v[k].cut ? "true" : "false");
 	}
 	sb_puts(b, "]");
 }

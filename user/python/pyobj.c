@@ -215,25 +215,30 @@ uint64_t pyobj_attr(int pid, const struct py_offsets *o, uint64_t obj, const cha
 
 /* ---- repr ---- */
 
-/* s (n bytes of UTF-8, or of bytes) as a Python literal: quoted, escaped;
- * `more`: it goes on, "..." before the closing quote; bytes: b'...' with
- * \xNN for anything not printable ASCII. */
-static void quote(const char *s, size_t n, bool bytes, bool more, char *out, size_t len)
+/* s (n bytes of UTF-8, or of bytes) as a Python literal into out (len > 16):
+ * quoted, escaped; bytes: b'...' with \xNN for anything not printable
+ * ASCII.  At most STR_SHOWN characters, and what fits in len - 1 bytes with
+ * the closing quote: when the text goes on (`more`, or it did not all fit),
+ * "..." comes before the closing quote.  Returns whether it is all there. */
+static bool quote(const char *s, size_t n, bool bytes, bool more, char *out, size_t len)
 {
 	char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
 	size_t k = 0, shown = 0;
 
 #define PUT(...) (k += (size_t)snprintf(out + k, k < len ? len - k : 0, __VA_ARGS__))
 	PUT("%s%c", bytes ? "b" : "", q);
-	for (size_t i = 0; i < n && k + 12 < len; i++) {
+	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (shown == STR_SHOWN) {
-			more = true;
-			break;
+		if (bytes || (c & 0xc0) != 0x80) {
+			/* a character starts here: room for it (at most 4 bytes,
+			 * its UTF-8 tail or an escape) and "...'" after it? */
+			if (shown == STR_SHOWN || k + 9 >= len) {
+				more = true;
+				break;
+			}
+			shown++;
 		}
-		if (bytes || (c & 0xc0) != 0x80)
-			shown++; /* a character starts here */
 		if (c == '\\' || c == (unsigned char)q)
 			PUT("\\%c", c);
 		else if (c == '\n')
@@ -249,13 +254,7 @@ static void quote(const char *s, size_t n, bool bytes, bool more, char *out, siz
 	}
 	PUT("%s%c", more ? "..." : "", q);
 #undef PUT
-	if (k >= len && len) { /* cut: keep the text whole UTF-8 */
-		size_t e = len - 1;
-
-		while (e > 0 && ((unsigned char)out[e] & 0xc0) == 0x80)
-			e--;
-		out[e] = 0;
-	}
+	return !more;
 }
 
 /* the int at obj: its value in *v when it has at most 4 digits (120 bits) */
@@ -320,67 +319,363 @@ static void put_float(double d, char *out, size_t len)
 	snprintf(out, len, "%s", buf);
 }
 
-void pyobj_repr(int pid, const struct py_offsets *o, uint64_t obj, char *out, size_t len)
+/* a numpy scalar of type numpy.<name> (bool, the ints and uints, float32,
+ * float64: what py-spy shows; their value is right after the object
+ * header), as str() shows it, into out; false for other numpy types */
+static bool numpy_scalar(int pid, uint64_t obj, const char *name, char *out, size_t len)
 {
-	uint64_t type = rd(pid, obj + PY_OB_TYPE), flags, n;
-	char tn[64];
+	static const struct {
+		const char *name;
+		uint8_t size;
+		char how;                /* 'b' bool, 'i' signed, 'u' unsigned, 'f' float */
+	} types[] = {
+		{ "bool", 1, 'b' }, { "bool_", 1, 'b' },
+		{ "int8", 1, 'i' }, { "byte", 1, 'i' }, { "int16", 2, 'i' }, { "short", 2, 'i' },
+		{ "int32", 4, 'i' }, { "intc", 4, 'i' }, { "int64", 8, 'i' }, { "long", 8, 'i' },
+		{ "longlong", 8, 'i' }, { "intp", 8, 'i' },
+		{ "uint8", 1, 'u' }, { "ubyte", 1, 'u' }, { "uint16", 2, 'u' }, { "ushort", 2, 'u' },
+		{ "uint32", 4, 'u' }, { "uintc", 4, 'u' }, { "uint64", 8, 'u' }, { "ulong", 8, 'u' },
+		{ "ulonglong", 8, 'u' }, { "uintp", 8, 'u' },
+		{ "float32", 4, 'f' }, { "single", 4, 'f' }, { "float64", 8, 'f' },
+		{ "double", 8, 'f' },
+	};
+	union {
+		uint8_t b[8];
+		int8_t i8;
+		int16_t i16;
+		int32_t i32;
+		int64_t i64;
+		uint16_t u16;
+		uint32_t u32;
+		uint64_t u64;
+		float f;
+		double d;
+	} v = { 0 };
 
-	if (!len)
-		return;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (strcmp(name, types[i].name))
+			continue;
+		if (mem_read(pid, obj + FLOAT_VALUE, v.b, types[i].size))
+			return false;
+		switch (types[i].how) {
+		case 'b':
+			snprintf(out, len, v.b[0] ? "True" : "False");
+			break;
+		case 'i':
+			snprintf(out, len, "%" PRId64, types[i].size == 1 ? v.i8 : types[i].size == 2 ?
+				 v.i16 : types[i].size == 4 ? v.i32 : v.i64);
+			break;
+		case 'u':
+			snprintf(out, len, "%" PRIu64, types[i].size == 1 ? v.b[0] : types[i].size == 2 ?
+				 v.u16 : types[i].size == 4 ? v.u32 : v.u64);
+			break;
+		default:
+			if (types[i].size == 8) {
+				put_float(v.d, out, len);
+			} else { /* the shortest text that reads back as this float32 */
+				char buf[40];
+
+				if (isnan(v.f) || isinf(v.f)) {
+					put_float(v.f, out, len);
+					break;
+				}
+				for (int prec = 1; prec <= 9; prec++) {
+					snprintf(buf, sizeof(buf), "%.*g", prec, (double)v.f);
+					if (strtof(buf, NULL) == v.f)
+						break;
+				}
+				if (!strpbrk(buf, ".e"))
+					strcat(buf, ".0");
+				snprintf(out, len, "%s", buf);
+			}
+		}
+		return true;
+	}
+	return false;
+}
+
+/* A container's repr is built item by item, each item's repr in the room
+ * left, as py-spy does: what does not fit becomes "...".  The length bounds
+ * the depth too (each level takes its two brackets); a container that
+ * holds itself shows as Python shows it ("[...]", "{...}"). */
+#define REPR_DEPTH (PYOBJ_REPR_MAX / 2)
+#define REPR_SCAN 4096           /* slots of a set's or dict's table looked at */
+#define LIST_ITEMS 24            /* PyListObject.ob_item */
+#define SET_MASK 32              /* PySetObject.mask */
+#define SET_TABLE 40             /* PySetObject.table: {key, hash} entries */
+#define SCALAR_MIN 4             /* room below which an item is just "..." */
+
+struct repr_walk {
+	int pid;
+	const struct py_offsets *o;
+	uint64_t path[REPR_DEPTH];   /* the containers being written, outermost first */
+	int depth;
+	bool cut;                    /* something was left out */
+};
+
+enum repr_kind { R_LIST, R_TUPLE, R_DICT, R_SET, R_FROZENSET };
+
+static int repr_into(struct repr_walk *w, uint64_t obj, char *out, size_t len);
+/* a container's items, read one at a time */
+struct items {
+	enum repr_kind kind;
+	uint64_t n, base;            /* list, tuple: count, first item's slot;
+				      * set: table slots, the table */
+	struct keys keys;            /* dict */
+	uint64_t values;             /* a split dict's values (0: combined) */
+	uint64_t pos;
+	bool bad;                    /* a read failed: the rest is not shown */
+};
+
+static bool items_open(struct repr_walk *w, uint64_t obj, struct items *it)
+{
+	const struct py_offsets *o = w->o;
+
+	it->pos = 0;
+	switch (it->kind) {
+	case R_LIST:
+		it->n = rd(w->pid, obj + VAR_SIZE);
+		it->base = rd(w->pid, obj + LIST_ITEMS);
+		return !it->n || it->base;
+	case R_TUPLE:
+		it->n = rd(w->pid, obj + VAR_SIZE);
+		it->base = obj + o->tuple_items;
+		return true;
+	case R_DICT:
+		it->values = rd(w->pid, obj + DICT_VALUES);
+		if (it->values && o->obj_layout >= PYOBJ_313)
+			it->values += INLINE_VALUES;
+		it->keys.n = 0;
+		return !rd(w->pid, obj + DICT_USED) ||
+		       read_keys(w->pid, o, rd(w->pid, obj + DICT_KEYS), &it->keys);
+	default:
+		it->n = rd(w->pid, obj + SET_USED) ? rd(w->pid, obj + SET_MASK) + 1 : 0;
+		it->base = rd(w->pid, obj + SET_TABLE);
+		return !it->n || it->base;
+	}
+}
+
+/* the next item (a dict's key and value), in the order Python's repr has
+ * them; false at the end or when a read fails (it->bad) */
+static bool items_next(struct repr_walk *w, struct items *it, uint64_t *key, uint64_t *value)
+{
+	uint64_t e[3];
+
+	if (it->kind == R_LIST || it->kind == R_TUPLE) {
+		if (it->pos >= it->n)
+			return false;
+		it->bad = mem_read(w->pid, it->base + 8 * it->pos++, value, 8) || !*value;
+		return !it->bad;
+	}
+	for (;;) {
+		uint64_t i = it->pos++, n = it->kind == R_DICT ? it->keys.n : it->n;
+
+		if (i >= n)
+			return false;
+		if (i >= REPR_SCAN) {
+			it->bad = true;
+			return false;
+		}
+		if (it->kind != R_DICT) {
+			/* {key, hash}: an empty slot has no key, a deleted one hash -1 */
+			if ((it->bad = mem_read(w->pid, it->base + 16 * i, e, 16)))
+				return false;
+			*value = e[0];
+			if (e[0] && e[1] != ~0ull)
+				return true;
+			continue;
+		}
+		if ((it->bad = mem_read(w->pid, it->keys.entries + i * it->keys.esize, e,
+					it->keys.esize)))
+			return false;
+		*key = it->keys.esize == 24 ? e[1] : e[0];
+		*value = it->values ? rd(w->pid, it->values + 8 * i) :
+				      it->keys.esize == 24 ? e[2] : e[1];
+		if (*key && *value)
+			return true; /* else deleted */
+	}
+}
+
+/* container obj (of exact type list, tuple, dict, set or frozenset), as
+ * repr_into says */
+static int repr_container(struct repr_walk *w, uint64_t obj, enum repr_kind kind,
+			  char *out, size_t len)
+{
+	static const char *const open[] = { "[", "(", "{", "{", "frozenset({" };
+	static const char *const close[] = { "]", ")", "}", "}", "})" };
+	static const char *const empty[] = { "[]", "()", "{}", "set()", "frozenset()" };
+	struct items it = { .kind = kind };
+	uint64_t key = 0, value = 0;
+	size_t k, shut = strlen(close[kind]);
+	int count = 0, got = 1;
+	bool more, dots = false;
+
+	for (int d = 0; d < w->depth; d++)
+		if (w->path[d] == obj) /* it holds itself: as Python shows it */
+			return snprintf(out, len, "%s...%s", open[kind], close[kind]) < (int)len ? 1 : -1;
+	if (w->depth == REPR_DEPTH || !items_open(w, obj, &it)) {
+		w->cut = true;
+		return snprintf(out, len, "%s...%s", open[kind], close[kind]) < (int)len ? 0 : -1;
+	}
+	more = items_next(w, &it, &key, &value);
+	if (!more && !it.bad)
+		return snprintf(out, len, "%s", empty[kind]) < (int)len ? 1 : -1;
+	k = (size_t)snprintf(out, len, "%s", open[kind]);
+	if (k + 3 + shut >= len) {
+		w->cut = true;
+		return -1;
+	}
+	w->path[w->depth++] = obj;
+	while (more) {
+		/* this item gets all the room left but its separator, the ", ..."
+		 * that may follow it and the closing bracket */
+		size_t sep = count ? 2 : 0, room = len - 1 - k - shut, kl;
+		char *at = out + k + sep;
+
+		if (room < sep + 5 + SCALAR_MIN) {
+			got = -1;
+			break;
+		}
+		room -= sep + 5;
+		got = repr_into(w, kind == R_DICT ? key : value, at, room + 1);
+		if (got == 0 && kind == R_DICT)
+			got = -1; /* a key is shown whole or not at all */
+		if (got > 0 && kind == R_DICT) {
+			kl = strlen(at);
+			if (kl + 2 + SCALAR_MIN > room) {
+				got = -1;
+			} else {
+				memcpy(at + kl, ": ", 2);
+				got = repr_into(w, value, at + kl + 2, room + 1 - kl - 2);
+			}
+		}
+		if (got < 0)
+			break;
+		if (sep)
+			memcpy(out + k, ", ", 2);
+		k += sep + strlen(at);
+		count++;
+		more = items_next(w, &it, &key, &value);
+		if (!got)
+			break; /* this item was cut: the rest is left out */
+	}
+	w->depth--;
+	dots = got < 0 || it.bad || (got == 0 && more);
+	if (dots)
+		k += (size_t)snprintf(out + k, len - k, count ? ", ..." : "...");
+	else if (kind == R_TUPLE && count == 1)
+		k += (size_t)snprintf(out + k, len - k, ",");
+	snprintf(out + k, len - k, "%s", close[kind]);
+	w->cut |= dots;
+	return got > 0 && !dots ? 1 : 0;
+}
+
+/* obj's repr into out (len bytes with the NUL): 1 all of it, 0 a part of it
+ * with "..." where it is cut, -1 it does not fit at all (out is "..." if
+ * that fits) */
+static int repr_into(struct repr_walk *w, uint64_t obj, char *out, size_t len)
+{
+	int pid = w->pid;
+	const struct py_offsets *o = w->o;
+	uint64_t type = rd(pid, obj + PY_OB_TYPE), flags;
+	char tn[64], buf[PYOBJ_REPR_MAX];
+	bool whole = true;
+
+	if (len < SCALAR_MIN) {
+		if (len)
+			out[0] = 0;
+		w->cut = true;
+		return -1;
+	}
 	if (!type) {
-		snprintf(out, len, "<unreadable>");
-		return;
+		snprintf(buf, sizeof(buf), "<unreadable>");
+		goto scalar;
 	}
 	type_name(pid, type, tn, sizeof(tn));
 	flags = rd(pid, type + o->type_flags);
+	if (!strcmp(tn, "list"))
+		return repr_container(w, obj, R_LIST, out, len);
+	if (!strcmp(tn, "tuple"))
+		return repr_container(w, obj, R_TUPLE, out, len);
+	if (!strcmp(tn, "dict"))
+		return repr_container(w, obj, R_DICT, out, len);
+	if (!strcmp(tn, "set"))
+		return repr_container(w, obj, R_SET, out, len);
+	if (!strcmp(tn, "frozenset"))
+		return repr_container(w, obj, R_FROZENSET, out, len);
 	if (!strcmp(tn, "NoneType")) {
-		snprintf(out, len, "None");
+		snprintf(buf, sizeof(buf), "None");
 	} else if (!strcmp(tn, "bool")) {
 		__int128 v = 0;
 
-		snprintf(out, len, read_int(pid, o, obj, &v) && v ? "True" : "False");
+		snprintf(buf, sizeof(buf), read_int(pid, o, obj, &v) && v ? "True" : "False");
 	} else if (!strcmp(tn, "int") || (flags & TPF_LONG)) {
 		__int128 v;
 
 		if (read_int(pid, o, obj, &v))
-			put_int(v, out, len);
+			put_int(v, buf, sizeof(buf));
 		else
-			snprintf(out, len, "<int object at 0x%" PRIx64 ", over 120 bits>", obj);
+			snprintf(buf, sizeof(buf), "<int object at 0x%" PRIx64 ", over 120 bits>", obj);
 	} else if (!strcmp(tn, "float")) {
 		double d;
 
 		if (mem_read(pid, obj + FLOAT_VALUE, &d, sizeof(d)) == 0)
-			put_float(d, out, len);
+			put_float(d, buf, sizeof(buf));
 		else
-			snprintf(out, len, "<unreadable>");
-	} else if (flags & TPF_UNICODE) {
+			snprintf(buf, sizeof(buf), "<unreadable>");
+	} else if (!strncmp(tn, "numpy.", 6) && numpy_scalar(pid, obj, tn + 6, buf, sizeof(buf))) {
+		/* its value, in buf */
+	} else if (flags & (TPF_UNICODE | TPF_BYTES)) {
 		size_t bytes = 0;
 		uint64_t chars = 0;
-		char *s = pyread_str_value(pid, obj, o, STR_SHOWN, &bytes, &chars);
+		char *s = flags & TPF_UNICODE ?
+			pyread_str_value(pid, obj, o, STR_SHOWN, &bytes, &chars) :
+			(char *)pyread_bytes(pid, obj, o, &bytes);
 
-		if (s)
-			quote(s, bytes, false, chars > STR_SHOWN, out, len);
-		else
-			snprintf(out, len, "<unreadable>");
+		if (!s) {
+			snprintf(buf, sizeof(buf), "<unreadable>");
+			goto scalar;
+		}
+		if (flags & TPF_BYTES)
+			chars = bytes;
+		if (len < 12) {
+			free(s);
+			snprintf(out, len, "...");
+			w->cut = true;
+			return -1;
+		}
+		whole = quote(s, bytes > STR_SHOWN && (flags & TPF_BYTES) ? STR_SHOWN : bytes,
+			      flags & TPF_BYTES, chars > STR_SHOWN, out, len);
 		free(s);
-	} else if (flags & TPF_BYTES) {
-		size_t bl = 0;
-		uint8_t *b = pyread_bytes(pid, obj, o, &bl);
+		w->cut |= !whole;
+		return whole;
+	} else if (flags & (TPF_LIST | TPF_TUPLE | TPF_DICT)) {
+		/* a subclass: its repr is its own (namedtuple, OrderedDict, ...) */
+		uint64_t n = rd(pid, obj + (flags & TPF_DICT ? DICT_USED : VAR_SIZE));
 
-		if (b)
-			quote((const char *)b, bl > STR_SHOWN ? STR_SHOWN : bl, true, bl > STR_SHOWN,
-			      out, len);
-		else
-			snprintf(out, len, "<unreadable>");
-		free(b);
-	} else if (flags & (TPF_LIST | TPF_TUPLE | TPF_DICT) || !strcmp(tn, "set") ||
-		   !strcmp(tn, "frozenset")) {
-		n = rd(pid, obj + (flags & TPF_DICT ? DICT_USED : flags & (TPF_LIST | TPF_TUPLE) ?
-						 VAR_SIZE : SET_USED));
-		snprintf(out, len, "<%s of %" PRIu64 " item%s>", tn, n, n == 1 ? "" : "s");
+		snprintf(buf, sizeof(buf), "<%s of %" PRIu64 " item%s>", tn, n, n == 1 ? "" : "s");
 	} else {
-		snprintf(out, len, "<%s object at 0x%" PRIx64 ">", tn[0] ? tn : "?", obj);
+		snprintf(buf, sizeof(buf), "<%s object at 0x%" PRIx64 ">", tn[0] ? tn : "?", obj);
 	}
+scalar:
+	if (strlen(buf) < len) {
+		memcpy(out, buf, strlen(buf) + 1);
+		return 1;
+	}
+	snprintf(out, len, "...");
+	w->cut = true;
+	return -1;
+}
+
+bool pyobj_repr(int pid, const struct py_offsets *o, uint64_t obj, char *out, size_t len)
+{
+	struct repr_walk w = { .pid = pid, .o = o };
+
+	if (!len)
+		return false;
+	if (repr_into(&w, obj, out, len) < 0)
+		snprintf(out, len, "...");
+	return !w.cut;
 }
 
 /* ---- locals ---- */
@@ -491,7 +786,8 @@ int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t c
 		free(name);
 		out[shown].addr = v[i].value;
 		out[shown].arg = v[i].arg;
-		pyobj_repr(pid, o, v[i].value, out[shown].repr, sizeof(out[shown].repr));
+		out[shown].cut = !pyobj_repr(pid, o, v[i].value, out[shown].repr,
+					     sizeof(out[shown].repr));
 		shown++;
 	}
 	return shown;

@@ -15,14 +15,21 @@
 #include <stdint.h>
 #include "pyperf.h"
 
-#define PYOBJ_REPR_MAX 160           /* bytes of a repr, with its NUL */
+#define PYOBJ_REPR_MAX 129           /* bytes of a repr, with its NUL: py-spy's
+				      * default bound is 128 characters */
 #define PYOBJ_NAME_MAX 64            /* bytes of a variable's name, with its NUL */
 #define PYOBJ_MAX_LOCALS 256         /* variables shown per frame */
 
-/* A short repr of obj (Python's for None, bool, int, float, str and bytes,
- * the type and length of a container, "<TYPE object at 0x...>" otherwise)
- * into out, cut at len - 1 bytes; "<unreadable>" when obj cannot be read. */
-void pyobj_repr(int pid, const struct py_offsets *o, uint64_t obj, char *out, size_t len);
+/* A short repr of obj into out, at most len - 1 bytes: Python's own for
+ * None, bool, int, float, str, bytes and the exact types list, tuple, dict,
+ * set and frozenset (their items' reprs); numpy's bool,
+ * int and float scalars as str() shows them; the type and length of a
+ * subclass of list, tuple or dict (its repr is its own); "<TYPE object at
+ * 0x...>" otherwise; "<unreadable>" for what cannot be read.  What does not
+ * fit is cut, marked "...": a str after 100 characters ('abc...'), a
+ * container after its last item that fits ([1, 2, ...]).  Returns false
+ * when something was cut. */
+bool pyobj_repr(int pid, const struct py_offsets *o, uint64_t obj, char *out, size_t len);
 
 /* The value of attribute `name` of instance obj of a Python class (one
  * whose attributes live in its __dict__ or its class's shared keys), or 0. */
@@ -33,6 +40,7 @@ struct pylocal {
 	char repr[PYOBJ_REPR_MAX];
 	uint64_t addr;               /* the object */
 	bool arg;                    /* an argument of the function */
+	bool cut;                    /* repr is not all of it ("..." marks where) */
 };
 
 /* The bound local variables of the frame at `frame` (PyFrameObject up to
