@@ -50,13 +50,15 @@ def test_threads_attributed_and_sleeper_absent(python, tmp_path):
 def test_threads_carry_their_python_names(python, tmp_path):
     """Threads are shown by the name Python gave them (the OS only has the
     first 15 bytes of it, or none): "MainThread", a long non-ASCII name, and
-    the new name of a thread renamed while it ran, in --threads frames and
-    pprof's thread_name labels.  How the name is read from memory depends on
+    the new name of a thread renamed while it ran, in --threads frames,
+    pprof's thread_name labels and the report's lines under its process.  How the name is read from memory depends on
     the version and is checked on every interpreter by the dump tests
     (test_peers); how record finds each thread's state does not: two
     interpreters."""
     folded, pprof, truth = tmp_path / "t.folded", tmp_path / "t.pb.gz", tmp_path / "ids.json"
+    report = tmp_path / "t.txt"
     r = run_pyperf(["-F", "199", "--threads", "--python-only", "-o", str(folded), "-o", str(pprof),
+                    "-o", str(report),
                     "--", python[0], os.path.join(WORKLOADS, "thread_names.py"), "3", str(truth)])
     assert r.returncode == 0, r.stderr
     want = {int(k): v for k, v in json.loads(truth.read_text()).items()}
@@ -70,3 +72,14 @@ def test_threads_carry_their_python_names(python, tmp_path):
     assert {tid: {name} for tid, name in want.items()} == got, (want, got)
     labels = {(int(lb["thread_id"]), lb["thread_name"]) for _, _, _, lb in decode(pprof)[1]}
     assert set(want.items()) == labels, labels
+    # the report: one line per thread under the process, busiest first,
+    # adding up to the process's samples
+    text = report.read_text()
+    proc = re.search(r"^  (\d+) .*: (\d+) samples\n((?:    thread .*\n)+)", text, re.M)
+    assert proc, text
+    lines = re.findall(r'^    thread (\d+) "(.*)": (\d+) samples \(([\d.]+)%\)$', proc.group(3), re.M)
+    assert {(int(t), n) for t, n, _, _ in lines} == set(want.items()), lines
+    counts = [int(c) for _, _, c, _ in lines]
+    assert counts == sorted(counts, reverse=True) and sum(counts) == int(proc.group(2)), lines
+    for _, _, c, share in lines:
+        assert abs(float(share) - 100 * int(c) / int(proc.group(2))) < 0.06, lines

@@ -1,6 +1,7 @@
 """`pyperf-bpf top` in a real terminal (tmux): the hot function leads the
 table, q quits with status 0, the command stops with it, and the terminal is
 restored (alternate screen left, echo and line editing back)."""
+import json
 import os
 import re
 import shutil
@@ -108,6 +109,29 @@ def test_top_without_a_terminal_prints_refreshes(tmp_path):
     assert len(blocks) >= 2, r.stdout
     assert "\033[" not in r.stdout
     assert "leaf_a" in table_rows(blocks[-1])[0], blocks[-1]
+
+
+def test_top_names_the_busiest_threads(tmp_path):
+    """A Threads line under the header: how many threads, the busiest by
+    their Python names (one renamed while it ran, one with a long non-ASCII
+    name, cut at a character) and their shares of the run so far."""
+    assert SUPPORTED, "no supported CPython"
+    r = run_pyperf(["top", "--", SUPPORTED[-1][0], os.path.join(WORKLOADS, "thread_names.py"), "3",
+                    str(tmp_path / "ids.json")])
+    assert r.returncode == 0, r.stderr
+    want = {int(k): v for k, v in json.loads((tmp_path / "ids.json").read_text()).items()}
+    last = re.findall(r"^Threads: (\d+) \(busiest: (.*)\)$", r.stdout, re.M)
+    assert last, r.stdout
+    n, busiest = last[-1]
+    shown = re.findall(r'"(.*?)" \((\d+)\) ([\d.]+)%', busiest)
+    assert int(n) == len(shown) == 3, last[-1]
+    for name, tid, _ in shown:
+        full = want[int(tid)]
+        assert name == full or (name.endswith("...") and full.startswith(name[:-3]) and
+                                len(name[:-3].encode()) <= 32), (name, full)
+    assert {want[int(t)] for _, t, _ in shown[:2]} == {"Renamed while running",
+                                                       "Ünïcode worker with a name longer than 15 bytes"}
+    assert abs(sum(float(s) for _, _, s in shown) - 100) < 0.2, shown
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -74,7 +74,49 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * part / whole : 0.0;
 }
 
-static void render(struct top *t, struct row *rows, size_t n, double elapsed)
+#define TOP_THREADS 4     /* threads named on the Threads line */
+#define TOP_NAME_SHOWN 32 /* bytes of a thread's name shown there */
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct pthread_total *x = a, *y = b;
+
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* "Threads: " and the busiest of them over the whole run, by name and
+ * share, then how many others (th[0..nth), any order; sorted here) */
+static void print_threads(const struct profile *prof, struct pthread_total *th, size_t nth)
+{
+	uint64_t all = 0;
+
+	if (!nth)
+		return;
+	qsort(th, nth, sizeof(*th), by_weight);
+	for (size_t i = 0; i < nth; i++)
+		all += th[i].weight;
+	printf("Threads: %zu", nth);
+	for (size_t i = 0; i < nth && i < TOP_THREADS; i++) {
+		const char *name = profile_thread_name(prof, th[i].tid);
+		char shown[TOP_NAME_SHOWN + 4];
+		size_t k = 0;
+
+		/* one line whatever the name holds, cut at a character */
+		for (const char *c = name; *c && k < TOP_NAME_SHOWN; c++)
+			shown[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+		while (k && name[k] && ((unsigned char)name[k] & 0xc0) == 0x80)
+			k--;
+		snprintf(shown + k, sizeof(shown) - k, "%s", name[k] ? "..." : "");
+		printf("%s\"%s\" (%u) %.1f%%", i ? ", " : " (busiest: ", shown, th[i].tid,
+		       pct(th[i].weight, all));
+	}
+	printf("%s)\n", nth > TOP_THREADS ? ", ..." : "");
+}
+
+static void render(struct top *t, struct row *rows, size_t n, double elapsed,
+		   const struct profile *prof, struct pthread_total *th, size_t nth)
 {
 	uint64_t dt = t->total - t->ptotal;
 	int lines = screen_rows(t);
@@ -85,8 +127,8 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 	double period = mode_per_count(t->o->s.mode, t->o->s.freq);
 	char u = bytes ? 'M' : 's';
 
-	if (lines && (size_t)(lines - 5) < show)
-		show = (size_t)(lines - 5);
+	if (lines && (size_t)(lines - 6) < show)
+		show = (size_t)(lines - 6);
 	if (t->tty)
 		fputs("\033[H\033[2J", stdout);
 	if (mode_desc(t->o->s.mode)->quantity == MQ_SAMPLES)
@@ -102,6 +144,7 @@ static void render(struct top *t, struct row *rows, size_t n, double elapsed)
 		printf("pyperf-bpf top: %.0f s, %s mode, %.2f s of thread time (%.2f s in the last "
 		       "interval)%s\n", elapsed, mode_name(t->o->s.mode),
 		       t->total * 1e-9, dt * 1e-9, t->tty ? "   q: quit" : "");
+	print_threads(prof, th, nth);
 	printf("\n%7s %7s %9s %9s  %s\n", "%Own", "%Total", bytes ? "OwnMiB" : "OwnTime",
 	       bytes ? "TotalMiB" : "TotalTime", "Function (file)");
 	for (size_t i = 0; i < n && i < show; i++)
@@ -134,7 +177,8 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *stats, dou
 	struct fn_count **fs = NULL;
 	struct psample **v;
 	struct row *rows = NULL;
-	size_t n, nf = 0, nrows = 0;
+	struct pthread_total *th = NULL;
+	size_t n, nf = 0, nrows = 0, nth = 0;
 
 	if (final)
 		return; /* the view closes */
@@ -166,8 +210,10 @@ static void on_drain(void *ctx, struct profile *prof, const uint64_t *stats, dou
 		nrows++;
 	}
 	qsort(rows, nrows, sizeof(*rows), cmp_row);
-	render(t, rows, nrows, elapsed);
+	th = profile_thread_totals(v, n, &nth);
+	render(t, rows, nrows, elapsed, prof, th, nth);
 out:
+	free(th);
 	for (size_t i = 0; rows && i < nrows; i++)
 		free(rows[i].label);
 	free(rows);

@@ -179,8 +179,41 @@ static void print_refused(FILE *f, const struct out_ctx *c, uint64_t shown, doub
  * off: of those, off the CPU; native_only: samples of threads that ran no
  * Python frame, in the profile with their native and kernel stacks; heap:
  * the samples' heap values summed (leaks) */
+#define REPORT_THREADS 8 /* thread lines under a process */
+
+/* under process proc's line: its busiest threads by name, then how many
+ * others and their share (threads t[0..nt), by profile_thread_totals) */
+static void print_threads(FILE *f, const struct out_ctx *c, const struct pproc *proc,
+			  const struct pthread_total *t, size_t nt, double per, const char *unit)
+{
+	uint64_t rest = 0;
+	size_t shown = 0, others = 0;
+
+	for (size_t i = 0; i < nt; i++) {
+		if (t[i].pid != (uint32_t)proc->pid)
+			continue;
+		if (shown == REPORT_THREADS) {
+			rest += t[i].weight;
+			others++;
+			continue;
+		}
+		fprintf(f, "    thread %u \"", t[i].tid);
+		/* a name set by the program: one line whatever it holds */
+		for (const char *ch = profile_thread_name(c->prof, t[i].tid); *ch; ch++)
+			fputc((unsigned char)*ch < 0x20 || *ch == 0x7f ? '?' : *ch, f);
+		fprintf(f, "\": %.*f %s (%.1f%%)\n", mode_total_decimals(c->mode), t[i].weight * per,
+			unit, proc->samples ? 100.0 * t[i].weight / proc->samples : 0);
+		shown++;
+	}
+	if (others)
+		fprintf(f, "    %zu other thread%s: %.*f %s (%.1f%%)\n", others, others == 1 ? "" : "s",
+			mode_total_decimals(c->mode), rest * per, unit,
+			proc->samples ? 100.0 * rest / proc->samples : 0);
+}
+
 static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint64_t off,
-			 uint64_t native_only, const uint64_t heap[PROFILE_HEAP_N])
+			 uint64_t native_only, const uint64_t heap[PROFILE_HEAP_N],
+			 const struct pthread_total *threads, size_t nthreads)
 {
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
@@ -242,6 +275,7 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 		fprintf(f, "  %d %s (Python %d.%d%s): %.*f %s\n", procs[i]->pid,
 			profile_proc_label(procs[i]), procs[i]->py_major, procs[i]->py_minor,
 			where, mode_total_decimals(c->mode), procs[i]->samples * per, unit);
+		print_threads(f, c, procs[i], threads, nthreads, per, unit);
 	}
 	if (c->containers)
 		print_containers(f, c, procs, n, per, unit);
@@ -403,8 +437,9 @@ static void print_events(FILE *f, const struct out_ctx *c)
 
 int out_report(FILE *f, const struct out_ctx *c)
 {
-	size_t n, nrows = 0;
+	size_t n, nrows = 0, nthreads = 0;
 	struct psample **v = out_samples(c, &n);
+	struct pthread_total *threads = NULL;
 	struct fn_counts counts = { 0 };
 	struct fn_count **list = NULL;
 	uint64_t native_only = 0, shown = 0, off = 0, heap[PROFILE_HEAP_N] = { 0 };
@@ -427,7 +462,8 @@ int out_report(FILE *f, const struct out_ctx *c)
 	list = fn_counts_list(&counts, &nrows);
 	if (!list)
 		goto out;
-	print_header(f, c, shown, off, native_only, heap);
+	threads = profile_thread_totals(v, n, &nthreads);
+	print_header(f, c, shown, off, native_only, heap, threads, nthreads);
 	if (c->mode == MODE_LEAKS) {
 		print_leak_stacks(f, c, v, n);
 		qsort(list, nrows, sizeof(*list), by_own);
@@ -442,6 +478,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 	print_events(f, c);
 	rc = ferror(f) ? -1 : 0;
 out:
+	free(threads);
 	free(list);
 	fn_counts_free(&counts);
 	free(v);

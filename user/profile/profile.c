@@ -471,6 +471,38 @@ struct psample **profile_samples(const struct profile *p, size_t *n)
 	return v;
 }
 
+static int by_pid_then_weight(const void *a, const void *b)
+{
+	const struct pthread_total *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+struct pthread_total *profile_thread_totals(struct psample *const *v, size_t n, size_t *nt)
+{
+	struct pthread_total *t = malloc((n + 1) * sizeof(*t));
+	size_t k = 0;
+
+	*nt = 0;
+	if (!t)
+		return NULL;
+	/* v runs by pid, then tid: one thread's samples are together */
+	for (size_t i = 0; i < n; i++) {
+		if (k && t[k - 1].pid == v[i]->stack->pid && t[k - 1].tid == v[i]->tid) {
+			t[k - 1].weight += v[i]->count;
+			continue;
+		}
+		t[k++] = (struct pthread_total){ v[i]->stack->pid, v[i]->tid, v[i]->count };
+	}
+	qsort(t, k, sizeof(*t), by_pid_then_weight);
+	*nt = k;
+	return t;
+}
+
 const char *profile_thread_name(const struct profile *p, uint32_t tid)
 {
 	const struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));

@@ -177,6 +177,15 @@ void profile_set_thread_name(struct profile *p, int pid, uint32_t tid, const cha
 /* Thread tid (known) has this Python name (threading.Thread's), which
  * outputs show instead of the OS's. */
 void profile_set_thread_pyname(struct profile *p, uint32_t tid, const char *name);
+/* A thread's weight: its samples' counts summed. */
+struct pthread_total {
+	uint32_t pid, tid;
+	uint64_t weight;
+};
+/* The threads of samples v[0..n) (profile_samples' order), by process
+ * (ascending pid), busiest first in each; malloc'd, *nt of them (NULL and
+ * *nt 0 for none or no memory). */
+struct pthread_total *profile_thread_totals(struct psample *const *v, size_t n, size_t *nt);
 /* Name of thread tid: its Python name, else the kernel's, else "?". */
 const char *profile_thread_name(const struct profile *p, uint32_t tid);
 /* Start a new interval (daemon): counts, samples, kernel stacks and thread
