@@ -14,6 +14,7 @@
  * unless the mode needs it, and shrinks it for tests. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* the loader credits blocks in flight */
 	__uint(max_entries, 1 << 16); /* 1 << offcpu_slot_bits */
 	__type(key, __u32);
 	__type(value, struct offcpu_thread);
@@ -111,13 +112,18 @@ static __always_inline void block_ends(struct task_struct *task)
 		return;
 	now = bpf_ktime_get_ns(); /* only here and for a walked block: a clock read
 				   * costs much of a switch's budget in a VM */
-	if (now <= t->out_ns) {
-		t->out_ns = 0;
-		return;
-	}
-	start = t->out_ns;
-	weight = (now - start) * (t->every ? t->every : 1);
+	/* taken and cleared at once: the loader credits a block still in
+	 * flight at a drain by moving its start (sampler_flush_blocks) */
+#ifdef PYPERF_NO_BPF_LOOP
+	start = t->out_ns; /* no exchange before 5.12: a drain in this instant
+			    * can count the time since the last one twice */
 	t->out_ns = 0;
+#else
+	start = __sync_lock_test_and_set(&t->out_ns, 0);
+#endif
+	if (!start || now <= start)
+		return;
+	weight = (now - start) * (t->every ? t->every : 1);
 	m = bpf_map_lookup_elem(&counts, &idx);
 	if (!m)
 		return;

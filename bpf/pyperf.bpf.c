@@ -901,21 +901,41 @@ int on_exec(void *ctx)
 	return 0;
 }
 
-/* a new process: starts unclassified; children of targets are targets */
+/* a new process: children of targets are targets.  The child of a
+ * profiled Python process is a copy of it (the same interpreter at the same
+ * addresses): it is profiled from birth, with its parent's classification
+ * and mappings, so a child that blocks at once (a multiprocessing worker
+ * waiting for work) has that first block walked; the loader is told
+ * (EV_FORK) and takes the child as its own.  Any other starts unclassified. */
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = bpf_get_current_pid_tgid() >> 32, ctgid = BPF_CORE_READ(child, tgid);
+	struct ev_fork ev = { .kind = EV_FORK, .pid = ctgid, .ppid = ptgid };
+	struct proc_info *pi;
+	struct native_maps *nm;
 	__u8 one = 1;
+	bool changed;
 
 	if ((__u32)BPF_CORE_READ(child, pid) != ctgid)
 		return 0; /* a new thread, not a new process */
-	if (bpf_map_delete_elem(&procs, &ctgid) == 0)
-		__sync_fetch_and_add(&procs_epoch, 1);
+	changed = bpf_map_delete_elem(&procs, &ctgid) == 0;
 	bpf_map_delete_elem(&skip, &ctgid);
 	bpf_map_delete_elem(&native_procs, &ctgid);
 	if (filter_targets && bpf_map_lookup_elem(&targets, &ptgid))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	pi = bpf_map_lookup_elem(&procs, &ptgid);
+	/* told first: a child the loader would not hear of is left to be
+	 * announced when it runs, as any */
+	if (pi && is_profiled(ctgid) && (ev.gen = pi->gen, 1) &&
+	    bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0) {
+		nm = bpf_map_lookup_elem(&native_procs, &ptgid);
+		if (nm)
+			bpf_map_update_elem(&native_procs, &ctgid, nm, BPF_ANY);
+		changed |= bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY) == 0;
+	}
+	if (changed)
+		__sync_fetch_and_add(&procs_epoch, 1);
 	return 0;
 }
 

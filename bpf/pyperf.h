@@ -407,6 +407,8 @@ enum ev_kind {
 	EV_GC = 7,       /* --events gc: a collection ended (struct ev_gc) */
 	EV_IMPORT = 8,   /* --events import: a module's import ended (struct ev_import) */
 	EV_SAMPLE = 9,   /* -f timeline: one counted sample, when (struct ev_sample) */
+	EV_FORK = 10,    /* a profiled process forked: the child is profiled as its
+			  * copy until the loader takes it (struct ev_fork) */
 };
 
 struct ev_header {
@@ -419,6 +421,13 @@ struct ev_table {
 	__u32 pid;
 	__u32 table;                 /* native_mapping.table */
 	__u32 pad;
+};
+
+struct ev_fork {
+	__u32 kind;
+	__u32 pid;                   /* the child */
+	__u32 ppid;                  /* the parent, profiled */
+	__u32 gen;                   /* the parent's proc_info.gen, the child's for now */
 };
 
 struct ev_maps {

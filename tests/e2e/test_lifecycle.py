@@ -1,6 +1,7 @@
 """Processes that come and go: a command that runs half a second keeps its
 function names; -p attaches to a running process; signals still write the
 profile."""
+import contextlib
 import json
 import os
 import re
@@ -94,6 +95,65 @@ def test_end_of_duration_ends_the_whole_tree(methods, tmp_path):
     left = [p for p in listed if alive(p)]
     assert not left, (left, err)
     assert r.returncode in (130, 1), err
+
+
+@contextlib.contextmanager
+def cpu_burners(n=2):
+    """n processes that spin beside a test: a loaded machine"""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+
+
+def fork_pythons():
+    """one interpreter whose multiprocessing forks by default (up to 3.13)
+    and the newest (3.14+: forkserver by default), where present"""
+    older = [p for p in SUPPORTED if (3, 8) <= p[1] <= (3, 13) and "/.pyenv/" in p[0]]
+    return ([older[-1]] if older else []) + [SUPPORTED[-1]]
+
+
+# (start method, runs): 20 runs in all, under load
+BIRTH_RUNS = [("default", 8), ("spawn", 6), ("forkserver", 6)]
+
+
+@pytest.mark.parametrize("method,runs", BIRTH_RUNS, ids=[m for m, _ in BIRTH_RUNS])
+def test_children_that_sleep_from_birth_are_counted_in_wall_mode(method, runs, tmp_path):
+    """py-spy's subprocesses scenario (sleepy_children.py: two
+    multiprocessing children that sleep from their birth), recorded in wall
+    mode with two CPU burners beside it: every run shows the parent and
+    both children, each child with most of its time asleep in target().  A
+    forked child is profiled from birth as a copy of its parent (on_fork);
+    a spawned one from its exec as soon as its interpreter is up; a block
+    still in flight at the end is counted up to then.  The default method
+    runs on an interpreter that forks and on the newest (forkserver)."""
+    pythons = fork_pythons() if method == "default" else [SUPPORTED[-1]]
+    with cpu_burners():
+        for i in range(runs):
+            python = pythons[i % len(pythons)][0]
+            pids, report = tmp_path / f"pids{i}.json", tmp_path / f"r{i}.txt"
+            folded = tmp_path / f"r{i}.folded"
+            r = run_pyperf(["--mode", "wall", "-d", "3", "--python-only", "-o", str(report),
+                            "-o", str(folded), "--", python,
+                            os.path.join(WORKLOADS, "sleepy_children.py"), method, str(pids)],
+                           timeout=60)
+            assert r.returncode in (0, 130, 1), r.stderr
+            tree = json.loads(pids.read_text())
+            seen = {int(m.group(1)): float(m.group(2)) for m in re.finditer(
+                r"^  (\d+) .*: ([\d.]+) s$", report.read_text(), re.M)}
+            want = [tree["parent"]] + tree["children"]
+            assert set(want) <= set(seen), (python, method, i, want, report.read_text())
+            asleep = {}
+            for frames, us in parse_folded(folded.read_text()):
+                pid = int(frames[0].split()[1])
+                if "target" in names(frames):
+                    asleep[pid] = asleep.get(pid, 0) + us / 1e6
+            for child in tree["children"]:
+                # born within the first second or so, asleep since
+                assert asleep.get(child, 0) >= 1.0, (python, method, i, child, asleep)
 
 
 def test_subprocesses_with_pid_takes_the_workers_running_already(tmp_path):

@@ -67,6 +67,13 @@ struct sampler {
 	unsigned announced;          /* new stacks announced since the last drain:
 				      * about the entries of the active counts map */
 	unsigned counts_max;         /* a counts map's max_entries */
+	/* --mode wall|offcpu: the off-CPU slots (mmap'ed, slot_bytes apart) and
+	 * the threads a block was walked for (tgid << 32 | tid), whose blocks
+	 * still in flight a drain credits (sampler_flush_blocks) */
+	uint8_t *slots;
+	size_t slots_len, slot_bytes;
+	unsigned slot_bits;
+	struct hmap offcpu_threads;
 };
 
 /* --events: the marker probes of one interpreter binary */
@@ -339,7 +346,16 @@ static int dispatch(void *ctx, void *data, size_t size)
 	switch (h->kind) {
 	case EV_STACK:
 		s->announced++;
-		if (e->stack && sampler_unpack_stack(data, size, s->stack) == 0)
+		if (sampler_unpack_stack(data, size, s->stack))
+			break;
+		if (s->slots && (s->stack->flags & STACK_OFFCPU)) {
+			uint64_t id = (uint64_t)s->stack->pid << 32 | s->stack->tid;
+			static char one = 1;
+
+			if (!hmap_get(&s->offcpu_threads, &id, sizeof(id)))
+				(void)hmap_put(&s->offcpu_threads, &id, sizeof(id), &one);
+		}
+		if (e->stack)
 			e->stack(e->ctx, s->stack);
 		break;
 	case EV_NEW_PID:
@@ -349,6 +365,11 @@ static int dispatch(void *ctx, void *data, size_t size)
 	case EV_EXEC:
 		if (e->exec)
 			e->exec(e->ctx, pid);
+		break;
+	case EV_FORK:
+		if (e->fork && size >= sizeof(struct ev_fork))
+			e->fork(e->ctx, pid, (int)((const struct ev_fork *)data)->ppid,
+				((const struct ev_fork *)data)->gen);
 		break;
 	case EV_EXIT:
 		if (e->exit)
@@ -634,6 +655,22 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	if (e) {
 		explain_load_error(-e, err, errlen);
 		goto fail;
+	}
+	if (s->skel->rodata->offcpu) {
+		struct bpf_map *m = s->skel->maps.offcpu_slots;
+		long page = sysconf(_SC_PAGESIZE);
+		void *v;
+
+		/* an array's values are 8-byte aligned, mmap'ed by pages */
+		s->slot_bytes = (sizeof(struct offcpu_thread) + 7) / 8 * 8;
+		s->slots_len = (bpf_map__max_entries(m) * s->slot_bytes + page - 1) / page * page;
+		s->slot_bits = s->skel->rodata->offcpu_slot_bits;
+		v = mmap(NULL, s->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+		if (v == MAP_FAILED) {
+			set_err(err, errlen, "cannot map the off-CPU thread table: %s", strerror(errno));
+			goto fail;
+		}
+		s->slots = v;
 	}
 	e = pyperf_bpf__attach(s->skel); /* the tracepoints; perf events come in sampler_start */
 	if (e) {
@@ -1180,6 +1217,67 @@ static int drain_map(int fd, int kfd, sampler_count_fn fn, void *ctx)
 	return 0;
 }
 
+/* thread id's off-CPU slot (as offcpu.bpf.h places it), or NULL */
+static struct offcpu_thread *slot_of(struct sampler *s, uint64_t id)
+{
+	uint32_t tid = (uint32_t)id, mask = (1u << s->slot_bits) - 1;
+	uint32_t at[2] = { tid & mask, s->slot_bits ? (tid * 2654435761u) >> (32 - s->slot_bits) : 0 };
+
+	for (int i = 0; i < 2; i++) {
+		struct offcpu_thread *t = (struct offcpu_thread *)(s->slots + at[i] * s->slot_bytes);
+
+		if (__atomic_load_n(&t->id, __ATOMIC_ACQUIRE) == id)
+			return t;
+	}
+	return NULL;
+}
+
+/* Blocks still in flight: a thread off the CPU since its block was walked
+ * (a worker waiting for work, a process asleep from its birth) would count
+ * only when it runs again, perhaps never in the recording.  Each drain
+ * counts the time so far and moves the block's start to now, with one
+ * compare-and-swap that the sampler's exchange at the block's end
+ * (block_ends) cannot race; with -f timeline the piece is a block too. */
+static int sampler_flush_blocks(struct sampler *s, sampler_count_fn fn, void *ctx)
+{
+	uint64_t now = clock_mono_ns(), gone[64];
+	size_t ngone = 0;
+
+	hmap_for_each(&s->offcpu_threads, e) {
+		uint64_t id = *(const uint64_t *)e->key, out;
+		struct offcpu_thread *t = slot_of(s, id);
+		struct stack_key key;
+		uint32_t every;
+
+		if (!t) { /* it ended, or lost its slot */
+			if (ngone < sizeof(gone) / sizeof(gone[0]))
+				gone[ngone++] = id;
+			continue;
+		}
+		out = __atomic_load_n(&t->out_ns, __ATOMIC_ACQUIRE);
+		if (!out || now <= out)
+			continue;
+		key = t->key;
+		every = t->every ? t->every : 1;
+		if (!__atomic_compare_exchange_n(&t->out_ns, &out, now, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			continue; /* it ran meanwhile: the sampler counted it */
+		fn(ctx, &key, (now - out) * every, NULL, 0);
+		if (s->ev.sample && s->skel->rodata->timeline) {
+			struct ev_sample piece = {
+				.kind = EV_SAMPLE, .pid = key.pid, .tid = key.tid, .gen = key.gen,
+				.hash = key.hash, .ts = out, .dur = now - out,
+				.weight = (now - out) * every, .flags = STACK_OFFCPU,
+			};
+
+			s->ev.sample(s->ev.ctx, &piece);
+		}
+	}
+	for (size_t i = 0; i < ngone; i++)
+		hmap_del(&s->offcpu_threads, &gone[i], sizeof(gone[i]));
+	return 0;
+}
+
 int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 {
 	__u32 idle = s->skel->bss->active & 1;
@@ -1192,6 +1290,8 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 	nanosleep(&settle, NULL); /* programs that picked the old map finish in microseconds */
 	ring_buffer__consume(s->rb);
 	s->announced = 0;
+	if (s->slots)
+		sampler_flush_blocks(s, fn, ctx);
 	rc = drain_map(fds[idle], kfds[idle], fn, ctx);
 	__atomic_store_n(&s->skel->bss->map_full[idle], 0, __ATOMIC_SEQ_CST); /* empty again */
 	return rc;
@@ -1368,6 +1468,9 @@ void sampler_close(struct sampler *s)
 	pyperf_bpf__destroy(s->skel);
 	if (s->table_used)
 		munmap(s->table_used, PYPERF_MAX_TABLES * sizeof(uint64_t));
+	if (s->slots)
+		munmap(s->slots, s->slots_len);
+	hmap_free(&s->offcpu_threads, NULL);
 	free(s->stack);
 	free(s);
 }

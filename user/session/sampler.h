@@ -50,6 +50,9 @@ struct sampler_events {
 	/* a process the sampler does not know (see sampler_set_proc, sampler_skip) ran */
 	void (*new_pid)(void *ctx, int pid);
 	void (*exec)(void *ctx, int pid);       /* it exec'ed a new program */
+	/* profiled process ppid forked pid, which the sampler now profiles as
+	 * its copy (generation gen, the parent's) */
+	void (*fork)(void *ctx, int pid, int ppid, uint32_t gen);
 	void (*exit)(void *ctx, int pid);
 	/* a profiled process ran code at pc, in no mapping the unwinder has */
 	void (*maps)(void *ctx, int pid, uint64_t pc);

@@ -108,6 +108,8 @@ struct session {
 	struct hmap gone_seen;       /* pids found gone by the last prune, not yet
 				      * forgotten (prune_pid_states) */
 	struct hmap refused;         /* whole host: why processes were refused, said once each */
+	struct hmap newborn;         /* pid -> struct newborn *: targets that exec'ed, classified
+				      * as soon as their interpreter is up (try_newborns) */
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
@@ -336,16 +338,34 @@ static void async_waits(struct session *r, uint64_t now)
 	}
 }
 
-static int adopt(struct session *r, const struct pyproc *py)
+/* A target that exec'ed (a command, a child spawned by one) is looked at
+ * from its exec on, every few milliseconds and then less often, until its
+ * interpreter is up: a process is otherwise classified when it first runs
+ * into a sample, and one that blocks before that (a worker waiting for
+ * work) would have no block walked. */
+#define NEWBORN_FIRST_NS (2ull * 1000 * 1000)
+#define NEWBORN_MAX_WAIT_NS (50ull * 1000 * 1000)
+#define NEWBORN_FOR_NS (2000ull * 1000 * 1000)
+
+struct newborn {
+	uint64_t next_ns, wait_ns, until_ns;
+	bool adopted;                /* classified meanwhile, by a sample */
+};
+
+/* py is a CPython process to profile, as generation gen (0: a new one) */
+static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 {
 	struct proc_info pi;
+	struct newborn *nb;
 
 	if (r->o->gil_only && py->off.gil_in == GIL_UNKNOWN)
 		say(r, "pid %d: --gil: where Python %d.%d keeps its GIL is "
 			"unknown; all of its samples are kept", py->pid, py->major, py->minor);
+	if ((nb = hmap_get(&r->newborn, &py->pid, sizeof(py->pid))))
+		nb->adopted = true;
 	memset(&pi, 0, sizeof(pi));
 	pi.runtime_addr = py->runtime_addr;
-	pi.gen = ++r->next_gen;
+	pi.gen = gen ? gen : ++r->next_gen;
 	pi.off = py->off;
 	if (naming_set_python(&r->names, &r->prof, py, pi.gen))
 		return -1;
@@ -416,7 +436,7 @@ static void classify(struct session *r, int pid)
 				pid, py.major, py.minor, py.binary,
 				py.debug_offsets ? "_Py_DebugOffsets" : "table",
 				py.types.code ? "object types checked" : "object types unknown");
-		adopt(r, &py);
+		adopt(r, &py, 0);
 		return;
 	case PYPROC_GONE:
 		return;
@@ -470,6 +490,90 @@ static void on_new_pid(void *ctx, int pid)
 	classify(ctx, pid);
 }
 
+static void newborn_add(struct session *r, int pid)
+{
+	struct newborn *b = hmap_get(&r->newborn, &pid, sizeof(pid));
+	uint64_t now = clock_mono_ns();
+
+	if (whole_host(r->o) || r->newborn.len >= 1024)
+		return; /* a host's every exec would be too many */
+	if (!b) {
+		b = malloc(sizeof(*b));
+		if (!b || hmap_put(&r->newborn, &pid, sizeof(pid), b)) {
+			free(b);
+			return;
+		}
+	}
+	*b = (struct newborn){ .next_ns = now, .wait_ns = NEWBORN_FIRST_NS,
+			       .until_ns = now + NEWBORN_FOR_NS };
+}
+
+/* Look at the newborns due; returns the milliseconds to the next one due
+ * (POLL_MS when none) */
+static int try_newborns(struct session *r)
+{
+	uint64_t now = clock_mono_ns(), next = now + POLL_MS * 1000000ull;
+	int done[64], ndone = 0;
+
+	hmap_for_each(&r->newborn, e) {
+		struct newborn *b = e->val;
+		int pid = *(const int *)e->key;
+		struct pyproc py;
+		char err[512];
+		int rc;
+
+		if (b->adopted) {
+			rc = PYPROC_GONE; /* nothing more to do */
+		} else if (now >= b->next_ns) {
+			rc = now < b->until_ns ? pyproc_inspect(pid, &py, err, sizeof(err))
+					       : PYPROC_GONE;
+		} else {
+			rc = -1;
+		}
+		if (rc != -1) {
+			if (rc == PYPROC_NOT_PYTHON) { /* not yet */
+				b->next_ns = now + b->wait_ns;
+				b->wait_ns = b->wait_ns * 2 > NEWBORN_MAX_WAIT_NS ? NEWBORN_MAX_WAIT_NS
+										 : b->wait_ns * 2;
+			} else {
+				if (rc == PYPROC_OK &&
+				    !(r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)))
+					adopt(r, &py, 0);
+				else if (rc == PYPROC_UNSUPPORTED)
+					classify(r, pid); /* refused, and said why, as any */
+				if (ndone < (int)(sizeof(done) / sizeof(done[0])))
+					done[ndone++] = pid;
+				continue;
+			}
+		}
+		if (b->next_ns < next)
+			next = b->next_ns;
+	}
+	for (int i = 0; i < ndone; i++)
+		free(hmap_del(&r->newborn, &done[i], sizeof(done[i])));
+	return next > now ? (int)((next - now + 999999) / 1000000) : 0;
+}
+
+/* A profiled process forked: the sampler profiles the child as its parent
+ * from birth (on_fork); take it as ours, under the generation the sampler
+ * gave its stacks (the same memory, so the same code objects).  A child
+ * that exec'ed or ended meanwhile is forgotten: a new program is announced
+ * when it runs, as any. */
+static void on_fork_event(void *ctx, int pid, int ppid, uint32_t gen)
+{
+	struct session *r = ctx;
+	struct pyproc py;
+	char err[512];
+
+	if (pyproc_inspect(pid, &py, err, sizeof(err)) != PYPROC_OK ||
+	    (r->h->want && !r->h->want(r->h->ctx, pid, gen)) || adopt(r, &py, gen)) {
+		sampler_forget(r->s, pid);
+		return;
+	}
+	if (r->o->verbose)
+		say(r, "pid %d: forked by %d, profiled from its birth", pid, ppid);
+}
+
 static void on_exec(void *ctx, int pid)
 {
 	struct session *r = ctx;
@@ -477,6 +581,7 @@ static void on_exec(void *ctx, int pid)
 
 	if (ps)
 		memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
+	newborn_add(r, pid);
 	native_proc_forget(&r->nat, pid);
 	async_forget(r, pid);
 	/* a classification of the old image may have been written after the
@@ -758,7 +863,7 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 
 		if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
 			return -1;
-		if (sampler_add_target(r->s, pid) || adopt(r, &py)) {
+		if (sampler_add_target(r->s, pid) || adopt(r, &py, 0)) {
 			set_err(err, errlen, "pid %d: cannot configure the sampler: %s", pid,
 				 strerror(errno));
 			return -1;
@@ -892,7 +997,8 @@ static void run_loop(struct session *r, uint64_t start)
 	while (!stop_signal) {
 		uint64_t now;
 
-		sampler_poll(r->s, POLL_MS, native_wake_fd(&r->nat));
+		sampler_poll(r->s, r->newborn.len ? try_newborns(r) : POLL_MS,
+			     native_wake_fd(&r->nat));
 		native_poll(&r->nat); /* tables the worker built */
 		if (o->async_stacks)
 			async_retry(r);
@@ -1057,6 +1163,7 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 {
 	struct session r;
 	struct sampler_events events = { .stack = on_stack, .new_pid = on_new_pid, .exec = on_exec,
+		.fork = on_fork_event,
 					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
 					  .gc = on_gc, .import = on_import, .sample = on_sample,
 					  .ctx = &r };
@@ -1236,5 +1343,6 @@ out:
 	hmap_free(&r.asyncs, free);
 	hmap_free(&r.gone_seen, NULL);
 	hmap_free(&r.refused, NULL);
+	hmap_free(&r.newborn, free);
 	return rc;
 }
