@@ -274,7 +274,13 @@ struct thread_walk {
 	__u64 want;               /* pthread id == FS base of the thread */
 	__u64 found;
 	__u16 next_off, id_off;
-	__u32 pad;
+	/* every interpreter (3.12+): the one whose threads are walked, and the
+	 * thread's states found, innermost (newest interpreter) first */
+	__u16 interp_next, interp_threads, interp_id;
+	__u16 nfound;
+	__u64 interp;
+	__u64 all[PYPERF_MAX_NEST];
+	__u64 ids[PYPERF_MAX_NEST];
 };
 
 /* ... the Python frames (python_walk.bpf.h) ... */
@@ -292,6 +298,11 @@ struct frame_walk {
 	__u32 anchor_n;          /* frames up to and including it; 0: none */
 	__u32 seg_closed;        /* a shim was passed: later frames are the
 				  * event loop's, not the task's */
+	/* a thread in a subinterpreter: its interpreters' states left to walk
+	 * after this one (tw.all[at + 1 ..]), and this one's id */
+	__u32 nest_at, nest_n;
+	__u32 nest_start;        /* ev.nframes when this interpreter's frames began */
+	__u32 pad2;
 };
 
 /* ... and the native frames (native_unwind.bpf.h) */
@@ -725,6 +736,8 @@ __noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u6
 	w->anchor_frame = 0;
 	w->anchor_n = 0;
 	w->seg_closed = 0;
+	w->nest_at = w->nest_start = 0;
+	w->nest_n = tstate ? s->tw.nfound : 0;
 	WALK_LOOP(frame_step, 16, PYPERF_MAX_FRAMES + 64, &c);
 	if (w->frame && !(w->flags & STACK_BAD_READ))
 		w->flags |= STACK_TRUNCATED;

@@ -123,6 +123,10 @@ struct py_offsets {
 	__u16 type_dictoffset;       /* PyTypeObject.tp_dictoffset */
 	__u16 type_cached_keys;      /* PyHeapTypeObject.ht_cached_keys */
 	__u8 obj_layout;             /* enum py_obj_layout */
+	/* subinterpreters (3.12+; PYPERF_NO_OFFSET before: only the newest
+	 * interpreter's threads are looked at) */
+	__u16 interp_next;           /* PyInterpreterState.next: the list, newest first */
+	__u16 interp_id;             /* PyInterpreterState.id (int64_t; 0: the main one) */
 };
 
 /* Where an instance of a Python class keeps its attributes, and how a dict
@@ -177,7 +181,19 @@ struct tstate_cache {
 	__u64 stamp_ns;          /* when the threads were last walked */
 	__u64 head;              /* with tstate 0: the thread list's head then,
 				  * 0 after the first walk that found none */
+	__u64 interps;           /* the interpreters' list head when cached (3.12+):
+				  * a new interpreter makes the entry stale */
 };
+
+/* A thread running a subinterpreter has a thread state in each interpreter
+ * it went through: the walk takes up to this many, innermost first. */
+#define PYPERF_MAX_NEST 4
+
+/* In a stack's Python frames, where one interpreter's frames begin (leaf
+ * first: after them): code PY_INTERP_MARK, instr that interpreter's id
+ * (| PY_FRAME_ENTRY: the mark closes the eval-loop call the interpreter
+ * was entered with).  Never an object's address. */
+#define PY_INTERP_MARK 1ULL
 
 /* A code object as the walk of a new stack saw it (map code_ids): the
  * loader names from it one that was freed before the stack was named (a

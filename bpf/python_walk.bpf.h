@@ -14,12 +14,34 @@
 static long thread_step(__u32 i, struct walk_ctx *c)
 {
 	struct thread_walk *w = &c->s->tw;
+	__u32 k;
 
-	if (!w->tstate)
-		return 1;
+	if (!w->tstate) {
+		/* every interpreter: on to the next one's threads */
+		if (!w->interp)
+			return 1;
+		w->interp = read_ptr(w->interp + w->interp_next);
+		if (!w->interp)
+			return 1;
+		w->tstate = read_ptr(w->interp + w->interp_threads);
+		return 0;
+	}
 	if (read_ptr(w->tstate + w->id_off) == w->want) {
-		w->found = w->tstate;
-		return 1;
+		if (!w->interp) {
+			w->found = w->tstate;
+			return 1;
+		}
+		/* one state per interpreter: keep it, on to the next one */
+		k = w->nfound;
+		if (k < PYPERF_MAX_NEST) {
+			w->all[k] = w->tstate;
+			w->ids[k] = read_ptr(w->interp + w->interp_id);
+			w->nfound = k + 1;
+		}
+		if (!w->found)
+			w->found = w->tstate;
+		w->tstate = 0;
+		return 0;
 	}
 	w->tstate = read_ptr(w->tstate + w->next_off);
 	return 0;
@@ -56,21 +78,29 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	const struct py_offsets *o = c->o;
 	const struct proc_info *p = c->p;
 	__u64 fsbase = current_fsbase(), interp, now, head = 0;
+	bool multi;
 	struct tstate_cache *tc = bpf_map_lookup_elem(&tcache, &tid);
 	struct thread_walk *w = &c->s->tw;
 	struct tstate_cache fresh = { .tgid = tgid };
 	bool none = tc && tc->tgid == tgid && !tc->tstate; /* none found last time */
 
-	if (tc && tc->tgid == tgid && tc->tstate &&
-	    read_ptr(tc->tstate + o->tstate_thread_id) == fsbase)
-		return tc->tstate; /* the common case: one map lookup, one read */
-	now = bpf_ktime_get_ns();
-	if (none && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
-		return 0;
+	w->nfound = 0;
+	/* 3.12+: the interpreters' list head, and whether there is more than
+	 * one (subinterpreters: each of the thread's states is looked for,
+	 * every time, as a thread enters and leaves them) */
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
+	multi = interp && o->interp_next != PYPERF_NO_OFFSET &&
+		read_ptr(interp + o->interp_next);
+	if (!multi && tc && tc->tgid == tgid && tc->tstate &&
+	    (o->interp_next == PYPERF_NO_OFFSET || tc->interps == interp) &&
+	    read_ptr(tc->tstate + o->tstate_thread_id) == fsbase)
+		return tc->tstate; /* the common case: one map lookup, two reads */
+	now = bpf_ktime_get_ns();
+	if (none && !multi && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
+		return 0;
 	if (interp)
 		head = read_ptr(interp + o->interp_threads_head);
-	if (!head)
+	if (!head && !multi)
 		return 0; /* interpreter not (yet) running: nothing worth caching */
 	/* A thread without a state, walked for twice already, is walked for
 	 * again when a thread state is new (CPython puts new ones at the head
@@ -79,19 +109,29 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	 * threads would walk the list at most samples otherwise.  The second
 	 * walk comes NO_TSTATE_RETRY_NS after the first whatever the head, for
 	 * a Python thread sampled before it bound its state to its thread. */
-	if (none && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
+	if (none && !multi && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
 		return 0;
 	fresh.head = none ? head : 0;
+	fresh.interps = interp;
 	w->tstate = head;
 	w->want = fsbase;
 	w->next_off = o->tstate_next;
 	w->id_off = o->tstate_thread_id;
 	w->found = 0;
+	w->interp = multi ? interp : 0;
+	w->interp_next = o->interp_next;
+	w->interp_threads = o->interp_threads_head;
+	w->interp_id = o->interp_id;
 	WALK_LOOP(thread_step, 32, PYPERF_MAX_THREADS, c);
+	/* with several interpreters the cache is for the loader alone (the
+	 * walk looks again every time): the outermost state, whose bottom
+	 * frame is the thread's own (its Python name) */
 	fresh.tstate = w->found;
+	if (w->nfound > 1 && w->nfound <= PYPERF_MAX_NEST)
+		fresh.tstate = w->all[(w->nfound - 1) & (PYPERF_MAX_NEST - 1)];
 	fresh.stamp_ns = now;
 	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
-	return fresh.tstate;
+	return w->found;
 }
 
 /* ---- walking the frames ---- */
@@ -194,6 +234,52 @@ static __always_inline __u8 *frame_bytes(struct scratch *s)
 	return s->window + ((fr - s->win_lo) & (PYPERF_WINDOW - 1));
 }
 
+/* first Python frame of the thread, or 0 */
+static __always_inline __u64 top_frame(__u64 tstate, const struct py_offsets *o)
+{
+	__u64 f = read_ptr(tstate + o->tstate_frame);
+
+	if (f && o->cframe_current_frame != PYPERF_NO_OFFSET)
+		f = read_ptr(f + o->cframe_current_frame);
+	return f;
+}
+
+/* The frames of one of the thread's interpreters ended (leaf first): when
+ * it is a subinterpreter and ran frames, a mark says where they began (it
+ * takes the eval-loop call's end from the last of them, so the merge pairs
+ * the mark with them); then on to the next interpreter's state, if any.
+ * false: no more. */
+static __always_inline bool nest_next(struct walk_ctx *c)
+{
+	struct scratch *s = c->s;
+	struct frame_walk *w = &s->fw;
+	struct thread_walk *t = &s->tw;
+	__u32 k = w->nest_at, n = s->ev.nframes, entry;
+	struct py_frame *f;
+
+	if (k >= w->nest_n || k >= PYPERF_MAX_NEST)
+		return false;
+	if (n > w->nest_start && n < PYPERF_MAX_FRAMES && t->ids[k & (PYPERF_MAX_NEST - 1)]) {
+		f = &s->ev.frames[MASKED(n - 1, PYPERF_MAX_FRAMES - 1)];
+		entry = f->instr & PY_FRAME_ENTRY;
+		f->instr &= ~PY_FRAME_ENTRY;
+		f = &s->ev.frames[MASKED(n, PYPERF_MAX_FRAMES - 1)];
+		f->code = PY_INTERP_MARK;
+		f->instr = ((__u32)t->ids[k & (PYPERF_MAX_NEST - 1)] & 0x7fffffffu) | entry;
+		f->check = 0;
+		w->hash = mix(mix(w->hash, PY_INTERP_MARK), f->instr);
+		s->ev.nframes = n + 1;
+	}
+	k++;
+	w->nest_at = k;
+	if (k >= w->nest_n || k >= PYPERF_MAX_NEST)
+		return false;
+	w->frame = top_frame(t->all[k & (PYPERF_MAX_NEST - 1)], c->o);
+	w->before = 0;
+	w->nest_start = s->ev.nframes;
+	return true;
+}
+
 static long frame_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_offsets *o = c->o;
@@ -205,7 +291,7 @@ static long frame_step(__u32 i, struct walk_ctx *c)
 	struct py_frame *f;
 
 	if (!at)
-		return 1;
+		return nest_next(c) ? 0 : 1;
 	if (n >= PYPERF_MAX_FRAMES) {
 		w->flags |= STACK_TRUNCATED;
 		return 1;
@@ -299,16 +385,6 @@ static __always_inline __u64 running_task(const struct proc_info *p, __u64 tstat
 		return t && read_ptr(t + a->task_coro) == coro ? t : 0;
 	}
 	return a->current_tasks ? task_in_dict(a, coro) : 0;
-}
-
-/* first Python frame of the thread, or 0 */
-static __always_inline __u64 top_frame(__u64 tstate, const struct py_offsets *o)
-{
-	__u64 f = read_ptr(tstate + o->tstate_frame);
-
-	if (f && o->cframe_current_frame != PYPERF_NO_OFFSET)
-		f = read_ptr(f + o->cframe_current_frame);
-	return f;
 }
 
 #endif

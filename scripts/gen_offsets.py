@@ -178,6 +178,12 @@ def field_sources(minor):
         f["gc_in"] = ("sym", "GIL_IN_INTERP")
     # asyncio (--async, 3.12+): sys.modules, where the loader finds the
     # _asyncio module, and the frame a coroutine object holds inline
+    if minor >= 12:  # subinterpreters with their own GIL: walked from 3.12
+        off("interp_next", "PyInterpreterState", "next", 8)
+        off("interp_id", "PyInterpreterState", "id", 8)
+    else:
+        f["interp_next"] = ("sym", NO)
+        f["interp_id"] = ("sym", NO)
     if minor >= 12:
         off("interp_modules", "PyInterpreterState", "imports.modules", 8)
     else:

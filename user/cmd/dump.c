@@ -229,13 +229,19 @@ static const struct unwind_row *mem_table(void *ctx, uint32_t table)
 	return t;
 }
 
-/* The PyThreadState of the thread with this FS base, or 0. */
-static uint64_t tstate_of(const struct dumper *d, const uint64_t *ts, int nts, uint64_t fsbase)
+/* The PyThreadStates of the thread with this FS base, one per interpreter
+ * it runs in (innermost first), into out[0..PYPERF_MAX_NEST); how many. */
+static uint32_t tstates_of(const struct dumper *d, const uint64_t *ts, const uint64_t *ids,
+			   int nts, uint64_t fsbase, uint64_t *out, uint64_t *out_ids)
 {
-	for (int i = 0; i < nts; i++)
-		if (pywalk_thread_id(&d->py, ts[i]) == fsbase)
-			return ts[i];
-	return 0;
+	uint32_t n = 0;
+
+	for (int i = 0; i < nts && n < PYPERF_MAX_NEST; i++)
+		if (pywalk_thread_id(&d->py, ts[i]) == fsbase) {
+			out_ids[n] = ids[i];
+			out[n++] = ts[i];
+		}
+	return n;
 }
 
 /* a frame's instruction as its pframe has it (naming.c) */
@@ -260,7 +266,9 @@ static void read_locals(struct dumper *d, struct dthread *t, const struct py_fra
 		int k = pyobj_locals(d->o->pid, &d->py.off, addrs[i], frames[i].code, v,
 				     PYOBJ_MAX_LOCALS);
 
-		t->locals[i].instr = pframe_instr(frames[i].instr);
+		/* an interpreter's mark has no variables, nor any frame's instr */
+		t->locals[i].instr = frames[i].code == PY_INTERP_MARK ? UINT32_MAX - 1
+								   : pframe_instr(frames[i].instr);
 		if (k > 0 && (t->locals[i].v = malloc((size_t)k * sizeof(*v)))) {
 			memcpy(t->locals[i].v, v, (size_t)k * sizeof(*v));
 			t->locals[i].n = k;
@@ -282,10 +290,12 @@ static const struct dlocals *locals_of(const struct dthread *t, const struct pfr
 	return NULL;
 }
 
-/* Walk one stopped thread and add its stack to the profile (one sample). */
-static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
-			const struct native_maps *nm)
+/* Walk one stopped thread, with its states in ntstates interpreters
+ * (innermost first), and add its stack to the profile (one sample). */
+static void walk_thread(struct dumper *d, struct dthread *t, const uint64_t *tstates,
+			const uint64_t *ids, uint32_t ntstates, const struct native_maps *nm)
 {
+	uint64_t tstate = ntstates ? tstates[0] : 0;
 	static struct py_frame frames[PYPERF_MAX_FRAMES];
 	static uint64_t addrs[PYPERF_MAX_FRAMES];
 	static __u64 native[PYPERF_MAX_NATIVE];
@@ -298,7 +308,8 @@ static void walk_thread(struct dumper *d, struct dthread *t, uint64_t tstate,
 	FILE *f;
 
 	if (tstate)
-		raw.npy = pywalk_frames(&d->py, tstate, frames, addrs, PYPERF_MAX_FRAMES, &pyflags);
+		raw.npy = pywalk_frames_nested(&d->py, tstates, ids, ntstates, frames, addrs,
+					       PYPERF_MAX_FRAMES, &pyflags);
 	if (d->o->locals && raw.npy)
 		read_locals(d, t, frames, addrs, raw.npy);
 	if (nm && t->stopped) {
@@ -403,7 +414,7 @@ static void collect_tasks(struct dumper *d)
 
 static int collect(struct dumper *d, char *err, size_t errlen)
 {
-	static uint64_t ts[PYPERF_MAX_THREADS];
+	static uint64_t ts[PYPERF_MAX_THREADS], ts_ids[PYPERF_MAX_THREADS];
 	static struct native_maps nm;
 	bool have_maps = false;
 	int nts;
@@ -425,15 +436,17 @@ static int collect(struct dumper *d, char *err, size_t errlen)
 		set_err(err, errlen, "out of memory");
 		return -1;
 	}
-	nts = pywalk_threads(&d->py, ts, PYPERF_MAX_THREADS);
+	nts = pywalk_threads(&d->py, ts, ts_ids, PYPERF_MAX_THREADS);
 	if (nts < 0)
 		nts = 0; /* not initialised yet, or finalising: no Python threads */
 	for (size_t i = 0; i < d->n; i++) {
 		struct dthread *t = &d->t[i];
-		uint64_t tstate = t->stopped ? tstate_of(d, ts, nts, t->regs.fs_base) : 0;
+		uint64_t mine[PYPERF_MAX_NEST], mine_ids[PYPERF_MAX_NEST];
+		uint32_t nmine = t->stopped ? tstates_of(d, ts, ts_ids, nts, t->regs.fs_base,
+							 mine, mine_ids) : 0;
 
-		if (tstate || (d->o->native && t->stopped))
-			walk_thread(d, t, tstate, have_maps ? &nm : NULL);
+		if (nmine || (d->o->native && t->stopped))
+			walk_thread(d, t, mine, mine_ids, nmine, have_maps ? &nm : NULL);
 	}
 	if (d->o->async_tasks)
 		collect_tasks(d);
@@ -593,7 +606,8 @@ static void json_thread(const struct dumper *d, const struct psample *s, struct 
 		const char *slash = strrchr(fn->file, '/');
 		bool py = fn->kind == FN_PYTHON;
 
-		if (!d->o->native && !py)
+		/* without --native: Python frames, and where an interpreter's begin */
+		if (!d->o->native && !py && !func_is_interp(fn))
 			continue;
 		sb_puts(b, first ? "\n      {\"name\": " : ",\n      {\"name\": ");
 		first = false;

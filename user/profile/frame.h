@@ -53,6 +53,12 @@ struct func {
 				* it (native_sweep_begin); never set on FN_MARK */
 };
 
+/* Where a subinterpreter's frames begin: a marker "<interpreter ID>". */
+static inline int func_is_interp(const struct func *f)
+{
+	return f->kind == FN_MARK && f->name && !strncmp(f->name, "<interpreter ", 13);
+}
+
 /* An asyncio task's frame (--async): a marker named "<task NAME>", which
  * tables of functions (top) still list, as the task's time. */
 static inline int func_is_task(const struct func *f)

@@ -196,7 +196,8 @@ enum {
 	U_CO_FILENAME, U_CO_NAME, U_CO_QUALNAME, U_CO_LINETABLE, U_CO_FIRSTLINENO, U_CO_ADAPTIVE,
 	U_BYTES_SIZE, U_BYTES_SVAL, U_STR_STATE, U_STR_LENGTH, U_STR_ASCII_SIZE,
 	U_OB_SIZE, U_OB_TYPE, U_TUPLE_SIZE, U_LIST_SIZE, U_STR_SIZE,
-	U_GIL_STATE, U_GIL_LOCKED, U_GIL_HOLDER, U_GC, U_GC_COLLECTING, U_NR
+	U_GIL_STATE, U_GIL_LOCKED, U_GIL_HOLDER, U_GC, U_GC_COLLECTING,
+	U_INTERP_NEXT, U_INTERP_ID, U_NR
 };
 
 static const struct {
@@ -237,6 +238,9 @@ static const struct {
 	/* the interpreter's GC state, and its int collecting in it */
 	[U_GC] = { "interpreter_state.gc", 8 },
 	[U_GC_COLLECTING] = { "gc.collecting", 4 },
+	/* the interpreters' list (subinterpreters) */
+	[U_INTERP_NEXT] = { "interpreter_state.next", 8 },
+	[U_INTERP_ID] = { "interpreter_state.id", 8 },
 };
 
 struct reader {
@@ -521,6 +525,8 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 	memset(&o, 0, sizeof(o));
 	o.runtime_interp_head = (__u16)r.val[U_INTERP_HEAD];
 	o.interp_threads_head = (__u16)r.val[U_THREADS_HEAD];
+	o.interp_next = (__u16)r.val[U_INTERP_NEXT];
+	o.interp_id = (__u16)r.val[U_INTERP_ID];
 	o.tstate_next = (__u16)r.val[U_TS_NEXT];
 	o.tstate_thread_id = (__u16)r.val[U_TS_THREAD_ID];
 	o.tstate_frame = (__u16)r.val[U_TS_FRAME];

@@ -79,6 +79,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 872,
 		.obj_layout = PYOBJ_310,
+		.interp_next = PYPERF_NO_OFFSET,
+		.interp_id = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 9, {
 		.runtime_interp_head = 32,
@@ -132,6 +134,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 864,
 		.obj_layout = PYOBJ_310,
+		.interp_next = PYPERF_NO_OFFSET,
+		.interp_id = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 10, {
 		.runtime_interp_head = 32,
@@ -185,6 +189,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 872,
 		.obj_layout = PYOBJ_310,
+		.interp_next = PYPERF_NO_OFFSET,
+		.interp_id = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 11, {
 		.runtime_interp_head = 40,
@@ -238,6 +244,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 872,
 		.obj_layout = PYOBJ_311,
+		.interp_next = PYPERF_NO_OFFSET,
+		.interp_id = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 12, {
 		.runtime_interp_head = 40,
@@ -291,6 +299,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 880,
 		.obj_layout = PYOBJ_312,
+		.interp_next = 0,
+		.interp_id = 8,
 	} },
 	{ 3, 13, {
 		.runtime_interp_head = 632,
@@ -344,6 +354,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 880,
 		.obj_layout = PYOBJ_313,
+		.interp_next = 7264,
+		.interp_id = 7272,
 	} },
 	{ 3, 14, {
 		.runtime_interp_head = 808,
@@ -397,6 +409,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 880,
 		.obj_layout = PYOBJ_313,
+		.interp_next = 7272,
+		.interp_id = 7280,
 	} },
 	{ 3, 15, {
 		.runtime_interp_head = 936,
@@ -450,6 +464,8 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.type_dictoffset = 288,
 		.type_cached_keys = 888,
 		.obj_layout = PYOBJ_313,
+		.interp_next = 7264,
+		.interp_id = 7272,
 	} },
 };
 

@@ -19,18 +19,30 @@ static uint64_t read_u64(int pid, uint64_t addr)
 	return addr && mem_read(pid, addr, &v, sizeof(v)) == 0 ? v : 0;
 }
 
-int pywalk_threads(const struct pyproc *py, uint64_t *tstates, size_t cap)
+int pywalk_threads(const struct pyproc *py, uint64_t *tstates, uint64_t *ids, size_t cap)
 {
 	const struct py_offsets *o = &py->off;
 	uint64_t interp = read_u64(py->pid, py->runtime_addr + o->runtime_interp_head), t;
 	size_t n = 0;
+	unsigned steps = 0;
 
 	if (!interp)
 		return -1;
-	t = read_u64(py->pid, interp + o->interp_threads_head);
-	for (unsigned i = 0; t && n < cap && i < PYPERF_MAX_THREADS; i++) {
-		tstates[n++] = t;
-		t = read_u64(py->pid, t + o->tstate_next);
+	/* the sampler's bound: PYPERF_MAX_THREADS states and interpreters in all */
+	for (; interp && steps < PYPERF_MAX_THREADS; steps++) {
+		uint64_t id = o->interp_id != PYPERF_NO_OFFSET ? read_u64(py->pid, interp + o->interp_id)
+							       : 0;
+
+		t = read_u64(py->pid, interp + o->interp_threads_head);
+		for (; t && n < cap && steps < PYPERF_MAX_THREADS; steps++) {
+			if (ids)
+				ids[n] = id;
+			tstates[n++] = t;
+			t = read_u64(py->pid, t + o->tstate_next);
+		}
+		if (o->interp_next == PYPERF_NO_OFFSET)
+			break;
+		interp = read_u64(py->pid, interp + o->interp_next);
 	}
 	return (int)n;
 }
@@ -144,6 +156,34 @@ uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame
 		n++;
 	}
 	return n;
+}
+
+uint32_t pywalk_frames_nested(const struct pyproc *py, const uint64_t *tstates,
+			      const uint64_t *ids, uint32_t n, struct py_frame *out,
+			      uint64_t *addrs, uint32_t cap, uint32_t *flags)
+{
+	uint32_t k = 0, f;
+
+	*flags = 0;
+	for (uint32_t i = 0; i < n && i < PYPERF_MAX_NEST && k < cap; i++) {
+		uint32_t m = pywalk_frames(py, tstates[i], out + k, addrs ? addrs + k : NULL,
+					   cap - k, &f);
+
+		*flags |= f;
+		k += m;
+		if (m && ids[i] && k < cap) { /* as nest_next in python_walk.bpf.h */
+			uint32_t entry = out[k - 1].instr & PY_FRAME_ENTRY;
+
+			out[k - 1].instr &= ~PY_FRAME_ENTRY;
+			out[k].code = PY_INTERP_MARK;
+			out[k].instr = ((uint32_t)ids[i] & 0x7fffffffu) | entry;
+			out[k].check = 0;
+			if (addrs)
+				addrs[k] = 0;
+			k++;
+		}
+	}
+	return k;
 }
 
 /* ---- native ---- */

@@ -14,9 +14,11 @@
 #include "pyperf.h"
 #include "pyproc.h"
 
-/* Every PyThreadState of the first interpreter, in list order; returns how
- * many (at most cap), or -1 when the interpreter state cannot be read. */
-int pywalk_threads(const struct pyproc *py, uint64_t *tstates, size_t cap);
+/* Every PyThreadState, in list order, and the id of its interpreter (ids
+ * NULL: not wanted): of every interpreter, newest first, where the version
+ * links them (3.12+: subinterpreters), else of the newest; returns how many
+ * (at most cap), or -1 when the interpreter state cannot be read. */
+int pywalk_threads(const struct pyproc *py, uint64_t *tstates, uint64_t *ids, size_t cap);
 /* pthread id (FS base) of the thread that owns tstate, 0 if unreadable. */
 uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
 /* Does tstate hold its interpreter's GIL (locked, and tstate its last
@@ -35,6 +37,13 @@ uint32_t pywalk_code_check_at(int pid, const struct py_offsets *o, uint64_t code
  * STACK_TRUNCATED / STACK_BAD_READ in *flags. */
 uint32_t pywalk_frames(const struct pyproc *py, uint64_t tstate, struct py_frame *out,
 		       uint64_t *addrs, uint32_t cap, uint32_t *flags);
+/* The same for a thread with a state in each of n interpreters (tstates,
+ * ids: innermost first, as pywalk_threads lists them): each one's frames in
+ * turn, a subinterpreter's closed by its PY_INTERP_MARK as the sampler
+ * writes it (addrs 0 there). */
+uint32_t pywalk_frames_nested(const struct pyproc *py, const uint64_t *tstates,
+			      const uint64_t *ids, uint32_t n, struct py_frame *out,
+			      uint64_t *addrs, uint32_t cap, uint32_t *flags);
 
 /* The unwind table a mapping names (native_mapping.table), header first as
  * the sampler sees it (pyperf.h), or NULL when it is not loaded. */

@@ -201,6 +201,24 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 
 	if (fn)
 		return fn;
+	if (f->code == PY_INTERP_MARK) {
+		/* where a subinterpreter's frames begin: "<interpreter ID>" */
+		char name[40];
+
+		c.check = PY_FRAME_INSTR(f->instr); /* its id: one mark per interpreter */
+		if ((fn = profile_code(p, pid, &c)))
+			return fn;
+		snprintf(name, sizeof(name), "<interpreter %u>", c.check);
+		fn = calloc(1, sizeof(*fn));
+		if (fn && (!(fn->name = strdup(name)) || !(fn->file = strdup("")))) {
+			func_free(fn);
+			fn = NULL;
+		}
+		if (!fn)
+			return NULL;
+		fn->kind = FN_MARK;
+		return profile_keep_func(p, pid, fn, &c) ? NULL : fn;
+	}
 	if (im && im->gen == gen) {
 		/* what the walk saw of it: the strings it had then, should it
 		 * be freed by now */
