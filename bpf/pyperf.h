@@ -176,7 +176,8 @@ struct py_async {
  * again as find_tstate says. */
 struct tstate_cache {
 	__u32 tgid;
-	__u32 pad;
+	__u32 multi;             /* several interpreters: tstate is the outermost
+				  * state, for the loader; the walk looks again */
 	__u64 tstate;
 	__u64 stamp_ns;          /* when the threads were last walked */
 	__u64 head;              /* with tstate 0: the thread list's head then,

@@ -78,25 +78,26 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	const struct py_offsets *o = c->o;
 	const struct proc_info *p = c->p;
 	__u64 fsbase = current_fsbase(), interp, now, head = 0;
-	bool multi;
+	bool subs = o->interp_next != PYPERF_NO_OFFSET, multi;
 	struct tstate_cache *tc = bpf_map_lookup_elem(&tcache, &tid);
 	struct thread_walk *w = &c->s->tw;
 	struct tstate_cache fresh = { .tgid = tgid };
 	bool none = tc && tc->tgid == tgid && !tc->tstate; /* none found last time */
 
 	w->nfound = 0;
-	/* 3.12+: the interpreters' list head, and whether there is more than
-	 * one (subinterpreters: each of the thread's states is looked for,
-	 * every time, as a thread enters and leaves them) */
-	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
-	multi = interp && o->interp_next != PYPERF_NO_OFFSET &&
-		read_ptr(interp + o->interp_next);
-	if (!multi && tc && tc->tgid == tgid && tc->tstate &&
-	    (o->interp_next == PYPERF_NO_OFFSET || tc->interps == interp) &&
+	/* 3.12+: the interpreters' list head.  A state cached with one
+	 * interpreter holds while the head is the same (a new interpreter goes
+	 * to the head); with several, each of the thread's states is looked
+	 * for every time, as threads enter and leave them. */
+	interp = subs ? read_ptr(p->runtime_addr + o->runtime_interp_head) : 0;
+	if (tc && tc->tgid == tgid && tc->tstate && !tc->multi && (!subs || tc->interps == interp) &&
 	    read_ptr(tc->tstate + o->tstate_thread_id) == fsbase)
-		return tc->tstate; /* the common case: one map lookup, two reads */
+		return tc->tstate; /* the common case: one map lookup, one read (two from 3.12) */
+	if (!subs)
+		interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
+	multi = subs && interp && read_ptr(interp + o->interp_next);
 	now = bpf_ktime_get_ns();
-	if (none && !multi && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
+	if (none && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
 		return 0;
 	if (interp)
 		head = read_ptr(interp + o->interp_threads_head);
@@ -109,10 +110,11 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	 * threads would walk the list at most samples otherwise.  The second
 	 * walk comes NO_TSTATE_RETRY_NS after the first whatever the head, for
 	 * a Python thread sampled before it bound its state to its thread. */
-	if (none && !multi && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
+	if (none && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
 		return 0;
 	fresh.head = none ? head : 0;
 	fresh.interps = interp;
+	fresh.multi = multi;
 	w->tstate = head;
 	w->want = fsbase;
 	w->next_off = o->tstate_next;

@@ -162,3 +162,4 @@ def test_dump_subprocesses_dumps_the_tree(tmp_path):
         r = run_pyperf(["-d", "0.5", "--subprocesses", "-f", "folded", "-o", "/dev/null", "-p",
                         str(p.pid)])
         assert r.returncode == 0, r.stderr
+

@@ -16,6 +16,7 @@ takes about half a minute, and the checks compare shares and names, never
 rates.  One boot per kernel runs the whole set; each check is its own test."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -127,9 +128,17 @@ def boot(series, tmp_path_factory):
         # 255: qemu ended before the guest's command did.  Once in CI a
         # guest so died with nothing on its console (and the same kernel
         # then booted the set twice, whole): booted again, once.  A kernel
-        # that said why (a panic, an oops: ours to fix) is not.
-        if results_of(out) or r.returncode != 255 or any(
-                w in console for w in ("Kernel panic", "BUG:", "Oops", "Call Trace")):
+        # that said why (a panic, an oops: ours to fix) is not, but for one
+        # kind: a kernel-mode fault whose code bytes show the CPU one byte
+        # into a jump (`e9 <xx>`), the jump a static key's patching had just
+        # written (tracepoints are switched on and off by patching code).
+        # TCG ran a stale translation of the patched bytes: seen once in CI,
+        # in __schedule, on a machine loaded beside it; a BPF program cannot
+        # write kernel text.  Booted again, once, with the first console kept.
+        if results_of(out) or r.returncode != 255:
+            break
+        if any(w in console for w in ("Kernel panic", "BUG:", "Oops", "Call Trace")) and \
+                not re.search(r"RIP: 0010:.*\n.*Code: .* e9 <[0-9a-f]{2}>", console):
             break
     _vm[series] = (results_of(out), "\n--- booted again ---\n".join(whys))
     _vm_out[series] = out

@@ -107,6 +107,9 @@ def test_python_only_keeps_both_interpreters_frames_in_order(python, tmp_path):
 
 @subinterpreter_pythons()
 def test_dump_lists_both_interpreters_frames(python, tmp_path):
+    """dump --json from the workload's start until both threads run their
+    subinterpreters (a dump that found no thread to list, as while an
+    interpreter is being made, crashed once: every dump must succeed)"""
     truth = tmp_path / "truth.json"
     p = subprocess.Popen([python[0], os.path.join(WORKLOADS, "subinterpreters.py"), "20",
                           str(truth)])

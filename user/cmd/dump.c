@@ -644,7 +644,7 @@ static void print_dump_json(const struct dumper *d)
 	qsort(v, n, sizeof(*v), cmp_tid);
 	for (size_t i = 0; i < n; i++)
 		json_thread(d, v[i], &b);
-	if (sb_ok(&b))
+	if (sb_ok(&b) && b.s) /* no thread walked (an interpreter not up yet): nothing */
 		fputs(b.s, stdout);
 	sb_free(&b);
 	free(v);
