@@ -298,8 +298,8 @@ struct frame_walk {
 	__u32 anchor_n;          /* frames up to and including it; 0: none */
 	__u32 seg_closed;        /* a shim was passed: later frames are the
 				  * event loop's, not the task's */
-	/* a thread in a subinterpreter: its interpreters' states left to walk
-	 * after this one (tw.all[at + 1 ..]), and this one's id */
+	/* a thread in a subinterpreter: the state whose frames are walked
+	 * (tw.all[nest_at]) of the nest_n found, innermost first */
 	__u32 nest_at, nest_n;
 	__u32 nest_start;        /* ev.nframes when this interpreter's frames began */
 	__u32 pad2;
