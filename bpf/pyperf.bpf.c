@@ -937,7 +937,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	bpf_map_delete_elem(&native_procs, &ctgid);
 	if (filter_targets && bpf_map_lookup_elem(&targets, &ptgid))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
-	pi = bpf_map_lookup_elem(&procs, &ptgid);
+	/* a vfork child (subprocess's, before its exec) shares its parent's
+	 * memory until it execs, and then is another program: not a copy */
+	pi = BPF_CORE_READ(child, mm) != BPF_CORE_READ(parent, mm) ?
+		     bpf_map_lookup_elem(&procs, &ptgid) : NULL;
 	/* told first: a child the loader would not hear of is left to be
 	 * announced when it runs, as any */
 	if (pi && is_profiled(ctgid) && (ev.gen = pi->gen, 1) &&

@@ -134,10 +134,14 @@ def test_sleeping_threads_in_the_thread_table(tmp_path):
 
 
 def test_offcpu_mode_has_no_cpu_leaf(tmp_path):
+    """cpu_work is off the CPU only while it waits for one (preempted),
+    which the workload measures (wall less thread time): an idle machine
+    makes that nearly nothing, a loaded one not"""
     stacks, truth, _, r = record(newest(), tmp_path, "offcpu", also=[".txt"])
     parts, main, only = split(stacks)
     assert main > 0
-    assert parts["cpu"] < 0.05 * main, parts
+    waited = truth["cpu_waited_s"] * 1e6
+    assert abs(parts["cpu"] - waited) < 0.05 * main + 0.25 * waited, (parts, waited)
     blocked = parts["sleep"] + parts["pipe"] + parts["lock"]
     # off-CPU time is what the main thread did not spend on the CPU
     off_truth = truth["main_s"] * (1 - truth["shares"]["cpu"])

@@ -363,6 +363,10 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 			"unknown; all of its samples are kept", py->pid, py->major, py->minor);
 	if ((nb = hmap_get(&r->newborn, &py->pid, sizeof(py->pid))))
 		nb->adopted = true;
+	if (r->o->verbose)
+		say(r, "pid %d: Python %d.%d, %s, offsets from %s, %s", py->pid, py->major, py->minor,
+		    py->binary, py->debug_offsets ? "_Py_DebugOffsets" : "table",
+		    py->types.code ? "object types checked" : "object types unknown");
 	memset(&pi, 0, sizeof(pi));
 	pi.runtime_addr = py->runtime_addr;
 	pi.gen = gen ? gen : ++r->next_gen;
@@ -431,11 +435,6 @@ static void classify(struct session *r, int pid)
 			sampler_skip(r->s, pid, UINT64_MAX, false); /* asked again if it execs */
 			return;
 		}
-		if (r->o->verbose)
-			say(r, "pid %d: Python %d.%d, %s, offsets from %s, %s",
-				pid, py.major, py.minor, py.binary,
-				py.debug_offsets ? "_Py_DebugOffsets" : "table",
-				py.types.code ? "object types checked" : "object types unknown");
 		adopt(r, &py, 0);
 		return;
 	case PYPROC_GONE:

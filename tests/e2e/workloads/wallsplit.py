@@ -3,7 +3,9 @@ measures it with perf_counter, splits into CPU work (about 40 %), time.sleep
 (30 %), a blocking read on a pipe fed by another process (20 %) and waiting
 for a threading.Lock another thread holds (10 %); a second thread only
 sleeps.  Usage: wallsplit.py SECONDS OUT.json; OUT gets each part's share of
-main_loop's time and the sleeping thread's own lifetime in seconds.
+main_loop's time, the sleeping thread's own lifetime in seconds, and how
+long cpu_work waited for a CPU (its wall time less its thread time: off-CPU
+time too, which a loaded machine makes large).
 Written for every CPython from 3.6 (no walrus, no f-string `=`)."""
 import json
 import os
@@ -65,12 +67,19 @@ def only_sleeps(done, out):
     out["sleeper_s"] = time.perf_counter() - t0
 
 
-def main_loop(seconds, feeder, lock, go, held):
+# 3.7+; before, no waiting is measured
+thread_time = getattr(time, "thread_time", lambda: time.perf_counter())
+
+
+def main_loop(seconds, feeder, lock, go, held, out):
     spent = {"cpu": 0.0, "sleep": 0.0, "pipe": 0.0, "lock": 0.0}
+    waited = 0.0  # of cpu_work's wall time, what it did not run (preempted)
     t_start = time.perf_counter()
     while time.perf_counter() - t_start < seconds:
         t0 = time.perf_counter()
+        c0 = thread_time()
         cpu_work(ROUND * 0.4)
+        waited += max(0.0, (time.perf_counter() - t0) - (thread_time() - c0))
         t1 = time.perf_counter()
         sleeper(ROUND * 0.3)
         t2 = time.perf_counter()
@@ -83,6 +92,7 @@ def main_loop(seconds, feeder, lock, go, held):
         spent["pipe"] += t3 - t2
         spent["lock"] += t4 - t3
     total = time.perf_counter() - t_start
+    out["cpu_waited_s"] = waited
     return dict((k, v / total) for k, v in spent.items()), total
 
 
@@ -96,7 +106,7 @@ def main():
                threading.Thread(target=only_sleeps, args=(done, out))]
     for t in threads:
         t.start()
-    shares, total = main_loop(seconds, feeder, lock, go, held)
+    shares, total = main_loop(seconds, feeder, lock, go, held, out)
     done.set()
     for t in threads:
         t.join()
