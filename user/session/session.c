@@ -27,6 +27,7 @@
 #include "pyasync.h"
 #include "proctree.h"
 #include "pyproc.h"
+#include "pyread.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -489,6 +490,14 @@ static void on_new_pid(void *ctx, int pid)
 	classify(ctx, pid);
 }
 
+static bool runtime_up(const struct pyproc *py)
+{
+	uint64_t head = 0;
+
+	return mem_read(py->pid, py->runtime_addr + py->off.runtime_interp_head, &head,
+			sizeof(head)) == 0 && head;
+}
+
 static void newborn_add(struct session *r, int pid)
 {
 	struct newborn *b = hmap_get(&r->newborn, &pid, sizeof(pid));
@@ -526,6 +535,12 @@ static int try_newborns(struct session *r)
 		} else if (now >= b->next_ns) {
 			rc = now < b->until_ns ? pyproc_inspect(pid, &py, err, sizeof(err))
 					       : PYPROC_GONE;
+			/* the runtime is there from the exec on (a static symbol),
+			 * its first interpreter once Py_Initialize runs: by then
+			 * the dynamic loader has mapped every library (the C
+			 * library --mode alloc probes, the native tables') */
+			if (rc == PYPROC_OK && !runtime_up(&py))
+				rc = PYPROC_NOT_PYTHON;
 		} else {
 			rc = -1;
 		}
