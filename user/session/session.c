@@ -1177,8 +1177,8 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 {
 	struct session r;
 	struct sampler_events events = { .stack = on_stack, .new_pid = on_new_pid, .exec = on_exec,
-		.fork = on_fork_event,
-					  .exit = on_exit_event, .maps = on_maps, .table = on_table,
+					  .fork = on_fork_event, .exit = on_exit_event,
+					  .maps = on_maps, .table = on_table,
 					  .gc = on_gc, .import = on_import, .sample = on_sample,
 					  .ctx = &r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
