@@ -30,6 +30,7 @@
 #include "pyread.h"
 #include "sampler.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <fcntl.h>
@@ -340,12 +341,12 @@ static void async_waits(struct session *r, uint64_t now)
 }
 
 /* A target that exec'ed (a command, a child spawned by one) is looked at
- * from its exec on, every few milliseconds and then less often, until its
+ * from its exec on, every 2 ms and then up to every 10 ms, until its
  * interpreter is up: a process is otherwise classified when it first runs
  * into a sample, and one that blocks before that (a worker waiting for
  * work) would have no block walked. */
 #define NEWBORN_FIRST_NS (2ull * 1000 * 1000)
-#define NEWBORN_MAX_WAIT_NS (50ull * 1000 * 1000)
+#define NEWBORN_MAX_WAIT_NS (10ull * 1000 * 1000)
 #define NEWBORN_FOR_NS (2000ull * 1000 * 1000)
 
 struct newborn {
@@ -516,6 +517,42 @@ static void newborn_add(struct session *r, int pid)
 			       .until_ns = now + NEWBORN_FOR_NS };
 }
 
+/* pid was just adopted from its exec: the children it forked before that
+ * (a forkserver's workers) are copies of it the sampler did not inherit
+ * (on_fork): adopted now too, before most of them block */
+static void adopt_children(struct session *r, int pid)
+{
+	char path[64], buf[4096];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(d = opendir(path)))
+		return;
+	while ((e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(buf, sizeof(buf), "/proc/%d/task/%s/children", pid, e->d_name);
+		if (!(f = fopen(buf, "r")))
+			continue;
+		if (fgets(buf, sizeof(buf), f))
+			for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
+				int child = atoi(t);
+				struct pyproc py;
+				char err[256];
+
+				if (child > 0 && !naming_is_python(&r->names, child) &&
+				    pyproc_inspect(child, &py, err, sizeof(err)) == PYPROC_OK &&
+				    runtime_up(&py))
+					adopt(r, &py, 0);
+			}
+		fclose(f);
+	}
+	closedir(d);
+}
+
 /* Look at the newborns due; returns the milliseconds to the next one due
  * (POLL_MS when none) */
 static int try_newborns(struct session *r)
@@ -551,8 +588,9 @@ static int try_newborns(struct session *r)
 										 : b->wait_ns * 2;
 			} else {
 				if (rc == PYPROC_OK &&
-				    !(r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)))
-					adopt(r, &py, 0);
+				    !(r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)) &&
+				    adopt(r, &py, 0) == 0)
+					adopt_children(r, pid);
 				else if (rc == PYPROC_UNSUPPORTED)
 					classify(r, pid); /* refused, and said why, as any */
 				if (ndone < (int)(sizeof(done) / sizeof(done[0])))
