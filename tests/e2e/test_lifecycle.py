@@ -116,11 +116,11 @@ def fork_pythons():
     return ([older[-1]] if older else []) + [SUPPORTED[-1]]
 
 
-# (start method, runs): 20 runs in all, under load.  Not forkserver: a
-# forkserver is spawned, and the children it forks before the loader has
-# classified it (its first ~10 ms) are neither inherited nor walked (README,
-# Limits); 1 run in 6 missed one in CI.
-BIRTH_RUNS = [("fork", 10), ("spawn", 10)]
+# (start method, runs): 24 runs in all, under load.  A forked child is
+# inherited; a spawned one, or a forkserver's worker forked before the
+# loader classified the server, blocks before the loader adopts it, and
+# that block is walked from user space then (blocked.h).
+BIRTH_RUNS = [("fork", 8), ("spawn", 8), ("forkserver", 8)]
 
 
 @pytest.mark.parametrize("method,runs", BIRTH_RUNS, ids=[m for m, _ in BIRTH_RUNS])
@@ -130,8 +130,9 @@ def test_children_that_sleep_from_birth_are_counted_in_wall_mode(method, runs, t
     mode with two CPU burners beside it: every run shows the parent and
     both children, each child with most of its time asleep in target().  A
     forked child is profiled from birth as a copy of its parent (on_fork);
-    a spawned one from its exec as soon as its interpreter is up; a block
-    still in flight at the end is counted up to then.  fork runs on an
+    a spawned one from its exec as soon as its interpreter is up, a block
+    it is in by then walked from user space; a block still in flight at the
+    end is counted up to then.  fork runs on an
     interpreter that forks by default and on the newest."""
     pythons = fork_pythons() if method == "fork" else [SUPPORTED[-1]]
     with cpu_burners():

@@ -13,6 +13,7 @@ one (they do not depend on the version)."""
 import json
 import os
 import re
+import subprocess
 import xml.etree.ElementTree as ET
 
 
@@ -251,3 +252,51 @@ def test_without_gil_the_zlib_thread_is_there(tmp_path):
     # that loses the thread even at the low end.
     assert want > 0.03, cpu  # the workload gave it a real share
     assert abs(tot["zlib_worker"] / sum(tot.values()) - want) <= max(0.015, want / 3), (tot, cpu)
+
+
+# asleep_before.py: each waiting thread's function, and the kernel functions
+# its wait can be in (wchan: the version's time.sleep is select before 3.11)
+ASLEEP = {"nap": ("hrtimer_nanosleep", "do_nanosleep", "do_select", "core_sys_select",
+                  "poll_schedule_timeout"),
+          "wait_lock": ("futex",), "wait_pipe": ("pipe_read", "anon_pipe_read"),
+          "main_wait": ("hrtimer_nanosleep", "do_nanosleep", "do_select", "core_sys_select",
+                  "poll_schedule_timeout")}
+
+
+@supported_pythons()
+def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
+    """Attached in wall mode to a process whose threads all wait already
+    (asleep_before.py), none of which leaves its wait in the recording but
+    "waker", every second: each thread has the recording's whole length (the
+    blocks in flight at the attach are walked from user space, blocked.h),
+    the waker's too (its first block, walked so, ends when it wakes and the
+    sampler walks its next ones: neither counted twice nor lost).  The stack
+    of each is its function's, over the C library's call into the kernel
+    ("[native incomplete]": no registers to unwind further from) and the
+    kernel function it waits in.  Every version (the thread's id is found in
+    the thread state from 3.11, in the C library's thread descriptor
+    before)."""
+    p = subprocess.Popen([python[0], os.path.join(WORKLOADS, "asleep_before.py")],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        txt, folded = tmp_path / "r.txt", tmp_path / "r.folded"
+        r = run_pyperf(["--mode", "wall", "-d", "2", "-o", str(txt), "-o", str(folded),
+                        "-p", str(p.pid)], timeout=60)
+        assert r.returncode == 0, r.stderr
+    finally:
+        p.kill()
+        p.wait()
+    report = txt.read_text()
+    secs = float(re.search(r"thread time in ([\d.]+) s", report).group(1))
+    threads = {m.group(2): float(m.group(3)) for m in re.finditer(
+        r'^    thread (\d+) "([^"]*)": ([\d.]+) s', report, re.M)}
+    for name in ("MainThread", "napper", "locked", "piped", "waker"):
+        assert abs(threads.get(name, 0) - secs) < 0.1 * secs, (name, secs, report)
+    stacks = parse_folded(folded.read_text())
+    for fn, kernel in ASLEEP.items():
+        mine = [(f, c) for f, c in stacks if fn in map(func_name, f)]
+        assert abs(sum(c for _, c in mine) / 1e6 - secs) < 0.1 * secs, (fn, secs, mine)
+        heavy = max(mine, key=lambda x: x[1])[0]
+        assert heavy[-1].endswith("_[k]") and heavy[-1][:-4].startswith(kernel), (fn, heavy)
+        assert "[native incomplete]" in heavy, heavy

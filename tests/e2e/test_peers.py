@@ -102,8 +102,8 @@ def austin_stacks(text):
         stack, _, metric = line.rpartition(" ")
         frames = []
         for f in stack.split(";")[2:]:  # P<pid>;T<iid>:<tid>;file:func:line...
-            file, func, ln = f.rsplit(":", 2)
-            frames.append(f"{func} ({file}:{ln})")
+            parts = f.rsplit(":", 2)  # a frame austin misread may be anything
+            frames.append(f"{parts[1]} ({parts[0]}:{parts[2]})" if len(parts) == 3 else f)
         if frames and metric.isdigit():
             out.append((frames, int(metric)))
     return out
@@ -135,7 +135,8 @@ def test_record_split_against_py_spy_and_austin(python, tmp_path):
         r = subprocess.run([austin, "-s", "-i", "2ms", "-o", str(a_out), python[0], script, "4",
                             str(a_truth)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
-        errors["austin"] = split_error(austin_stacks(a_out.read_text()),
+        # austin once wrote a frame of bytes it misread, not UTF-8
+        errors["austin"] = split_error(austin_stacks(a_out.read_text(errors="replace")),
                                        json.loads(a_truth.read_text()))
     else:
         print(f"austin 3.7.0 does not read Python {python[1][0]}.{python[1][1]}: py-spy alone")

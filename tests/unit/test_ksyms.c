@@ -82,12 +82,29 @@ static void real_kallsyms_names_a_known_function(void **state)
 	free(name);
 }
 
+static void looks_up_text_symbols_by_name(void **state)
+{
+	const char *want[] = { "second_fn", "some_data", "mod_fn", "absent", "weak_fn", "first" };
+	uint64_t got[6];
+
+	assert_int_equal(ksyms_lookup(path, want, 6, got), 0);
+	assert_true(got[0] == 0xffffffff81002000ULL);
+	assert_true(got[1] == 0);                     /* a data symbol is no function */
+	assert_true(got[2] == 0xffffffffc0001000ULL); /* a module's, its suffix after */
+	assert_true(got[3] == 0);
+	assert_true(got[4] == 0xffffffff81003000ULL);
+	assert_true(got[5] == 0);                     /* a prefix of a name is not it */
+	assert_int_equal(ksyms_lookup("/nonexistent/kallsyms", want, 1, got), -1);
+	assert_true(got[0] == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names_the_containing_text_symbol),
 		cmocka_unit_test(missing_file_is_an_error),
 		cmocka_unit_test(real_kallsyms_names_a_known_function),
+		cmocka_unit_test(looks_up_text_symbols_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, write_file, remove_file);

@@ -111,3 +111,28 @@ out:
 	fclose(f);
 	return rc;
 }
+
+int ksyms_lookup(const char *path, const char *const *names, size_t n, uint64_t *addrs)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], *name;
+	size_t left = n, len;
+	uint64_t addr;
+
+	for (size_t i = 0; i < n; i++)
+		addrs[i] = 0;
+	if (!f)
+		return -1;
+	setvbuf(f, NULL, _IOFBF, 1 << 18);
+	while (left && fgets(line, sizeof(line), f)) {
+		if (parse_text_symbol(line, &addr, &name, &len))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (!addrs[i] && strlen(names[i]) == len && !memcmp(names[i], name, len)) {
+				addrs[i] = addr;
+				left--;
+			}
+	}
+	fclose(f);
+	return 0;
+}

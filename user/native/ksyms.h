@@ -10,5 +10,9 @@
  * malloc'd name of the text symbol containing addrs[i], or NULL.  Returns 0,
  * or -1 when the symbol file cannot be read. */
 int ksyms_resolve(const char *path, const uint64_t *addrs, size_t n, char **names);
+/* The reverse, in one pass: addrs[i] becomes the address of the first text
+ * symbol called names[i], or 0.  Returns 0, or -1 when the file cannot be
+ * read. */
+int ksyms_lookup(const char *path, const char *const *names, size_t n, uint64_t *addrs);
 
 #endif

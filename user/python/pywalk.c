@@ -52,6 +52,66 @@ uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate)
 	return read_u64(py->pid, tstate + py->off.tstate_thread_id);
 }
 
+static bool is_known(uint32_t tid, const uint32_t *known, uint32_t nknown)
+{
+	for (uint32_t i = 0; i < nknown; i++)
+		if (known[i] == tid)
+			return true;
+	return false;
+}
+
+/* where glibc's struct pthread keeps its tid on x86-64 */
+#define GLIBC_PTHREAD_TID 0x2d0
+/* how far into a thread descriptor the scan looks */
+#define PTHREAD_SCAN 0x800
+
+int pywalk_thread_tids(const struct pyproc *py, const uint64_t *tstates, uint32_t n,
+		       const uint32_t *known, uint32_t nknown, uint32_t *tids)
+{
+	static uint8_t desc[PTHREAD_SCAN];
+	uint32_t found = 0, at = GLIBC_PTHREAD_TID, v;
+	bool newer = py->major > 3 || (py->major == 3 && py->minor >= 11);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t self = pywalk_thread_id(py, tstates[i]);
+
+		tids[i] = 0;
+		if (newer)
+			v = (uint32_t)read_u64(py->pid, tstates[i] + py->off.tstate_thread_id + 8);
+		else if (!self || mem_read(py->pid, self + at, &v, sizeof(v)))
+			v = 0;
+		if (v && is_known(v, known, nknown)) {
+			tids[i] = v;
+			found++;
+		}
+	}
+	if (found || newer || !n)
+		return (int)found;
+	/* another C library: the first offset that holds a thread of ours in
+	 * the first state's descriptor and in every other's */
+	if (mem_read(py->pid, pywalk_thread_id(py, tstates[0]), desc, sizeof(desc)))
+		return 0;
+	for (at = 0; at + 4 <= sizeof(desc); at += 4) {
+		memcpy(&v, desc + at, sizeof(v));
+		if (!v || !is_known(v, known, nknown))
+			continue;
+		found = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t self = pywalk_thread_id(py, tstates[i]);
+
+			tids[i] = self && !mem_read(py->pid, self + at, &v, sizeof(v)) &&
+						  is_known(v, known, nknown)
+					  ? v
+					  : 0;
+			found += tids[i] != 0;
+		}
+		if (found == n)
+			return (int)found;
+	}
+	memset(tids, 0, n * sizeof(*tids));
+	return 0;
+}
+
 uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code)
 {
 	return pywalk_code_check_at(py->pid, &py->off, code);

@@ -21,6 +21,14 @@
 int pywalk_threads(const struct pyproc *py, uint64_t *tstates, uint64_t *ids, size_t cap);
 /* pthread id (FS base) of the thread that owns tstate, 0 if unreadable. */
 uint64_t pywalk_thread_id(const struct pyproc *py, uint64_t tstate);
+/* The kernel thread id of each of tstates[0..n) into tids (0: not found),
+ * among the process's threads known[0..nknown): from 3.11 the state's
+ * native_thread_id (just after thread_id), before that the tid the C
+ * library keeps in the thread's descriptor (pthread_self, thread_id), at
+ * the offset where every state's descriptor holds one of known (glibc's
+ * 0x2d0 first; a scan otherwise).  Returns how many were found. */
+int pywalk_thread_tids(const struct pyproc *py, const uint64_t *tstates, uint32_t n,
+		       const uint32_t *known, uint32_t nknown, uint32_t *tids);
 /* Does tstate hold its interpreter's GIL (locked, and tstate its last
  * holder; true when the layout has no GIL's place)?  Does the cyclic
  * collector run on it (the interpreter's collecting flag set, and tstate

@@ -94,6 +94,13 @@ bool naming_is_python(const struct naming *n, int pid)
 	return hmap_get(&n->python, &pid, sizeof(pid)) != NULL;
 }
 
+uint32_t naming_gen(const struct naming *n, int pid)
+{
+	const struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
+
+	return im ? im->gen : 0;
+}
+
 void naming_forget(struct naming *n, int pid)
 {
 	image_free(hmap_del(&n->python, &pid, sizeof(pid)));

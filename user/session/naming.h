@@ -51,6 +51,8 @@ void naming_free(struct naming *n);
  * with py's offsets, and the profile's process entry gets its new names. */
 int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *py, uint32_t gen);
 bool naming_is_python(const struct naming *n, int pid);
+/* the generation pid's current image was given, 0: none */
+uint32_t naming_gen(const struct naming *n, int pid);
 /* pid's image gen runs asyncio as a describes (copied): stacks that ran a
  * task are named as the task's frames under <task NAME> frames of the task
  * and of those awaiting it.  -1: out of memory. */

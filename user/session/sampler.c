@@ -74,6 +74,7 @@ struct sampler {
 	size_t slots_len, slot_bytes;
 	unsigned slot_bits;
 	struct hmap offcpu_threads;
+	uint64_t blocks_in_flight;   /* taken by sampler_block_in_flight */
 };
 
 /* --events: the marker probes of one interpreter binary */
@@ -1232,6 +1233,49 @@ static struct offcpu_thread *slot_of(struct sampler *s, uint64_t id)
 	return NULL;
 }
 
+bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid)
+{
+	return s->slots && slot_of(s, (uint64_t)pid << 32 | tid);
+}
+
+int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint64_t since_ns)
+{
+	uint64_t id = (uint64_t)key->pid << 32 | key->tid;
+	uint32_t mask = (1u << s->slot_bits) - 1;
+	uint32_t at[2] = { key->tid & mask,
+			   s->slot_bits ? (key->tid * 2654435761u) >> (32 - s->slot_bits) : 0 };
+	static const char one = 1;
+
+	if (!s->slots || !key->tid)
+		return -1;
+	if (slot_of(s, id))
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		struct offcpu_thread *t = (struct offcpu_thread *)(s->slots + at[i] * s->slot_bytes);
+		uint64_t none = 0;
+
+		/* claimed as block_starts claims one, with a compare-and-swap;
+		 * epoch 0 makes the hook look the process up when the thread
+		 * next leaves the CPU, and clear this block (it ran, and its
+		 * end was counted at its switch in) */
+		if (!__atomic_compare_exchange_n(&t->id, &none, id, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			continue;
+		t->epoch = 0;
+		t->every = 1;
+		t->countdown = t->gap = 0;
+		t->win_switches = t->prev_switches = 0;
+		t->win_ns = t->last_ns = 0;
+		t->key = *key;
+		__atomic_store_n(&t->out_ns, since_ns, __ATOMIC_RELEASE);
+		if (!hmap_get(&s->offcpu_threads, &id, sizeof(id)))
+			(void)hmap_put(&s->offcpu_threads, &id, sizeof(id), (void *)&one);
+		s->blocks_in_flight++;
+		return 0;
+	}
+	return -1;
+}
+
 /* Blocks still in flight: a thread off the CPU since its block was walked
  * (a worker waiting for work, a process asleep from its birth) would count
  * only when it runs again, perhaps never in the recording.  Each drain
@@ -1344,6 +1388,9 @@ void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])
 			out[i] += v[c];
 	}
 	free(v);
+	/* blocks found in flight at an adoption, walked by the loader */
+	out[STAT_SWITCHES] += s->blocks_in_flight;
+	out[STAT_OFFCPU_WALKS] += s->blocks_in_flight;
 }
 
 static void add_prog_stats(struct bpf_program *prog, uint64_t *run_cnt, uint64_t *run_time_ns)

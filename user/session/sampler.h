@@ -150,6 +150,16 @@ uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid);
 int sampler_start(struct sampler *s, char *err, size_t errlen);
 /* Detach the perf events: sampling stops. */
 void sampler_stop(struct sampler *s);
+/* --mode wall|offcpu: a thread of a process profiled just now, found
+ * blocked (since before, so the sampler walked no block of it), whose
+ * stack the loader walked and announced under key: its block counts from
+ * since_ns (CLOCK_MONOTONIC) as a walked one would, until it runs again (the
+ * sampler counts it then) or the next drain.  0: done; 1: the sampler has
+ * a slot for it already (it ran meanwhile); -1: no room, or not wall|offcpu. */
+int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint64_t since_ns);
+/* Has thread tid of pid an off-CPU slot (the sampler saw it leave the CPU
+ * since its process was profiled)? */
+bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid);
 /* Wait up to timeout_ms for ring buffer records, or for wake_fd (an eventfd,
  * -1: none) to be signalled, and handle the records. */
 int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);

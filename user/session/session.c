@@ -16,6 +16,7 @@
  * exponential backoff (a fresh exec may not have mapped libpython yet); a
  * CPython we cannot read is reported once and left alone until it execs. */
 #include "session.h"
+#include "blocked.h"
 #include "dbgfetch.h"
 #include "errmsg.h"
 #include "execlibc.h"
@@ -113,6 +114,8 @@ struct session {
 	struct hmap newborn;         /* pid -> struct newborn *: targets that exec'ed, classified
 				      * as soon as their interpreter is up (try_newborns) */
 	struct native nat;           /* binaries, unwind tables, mappings */
+	struct blocked blocked;      /* wall|offcpu: threads blocked when adopted */
+	bool started;                /* the sampler's programs are attached */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
 	pid_t child;
@@ -354,6 +357,21 @@ struct newborn {
 	bool adopted;                /* classified meanwhile, by a sample */
 };
 
+/* wall|offcpu: py's threads that block since before it was adopted (not
+ * before the sampler's programs are attached: a thread that ran meanwhile
+ * would have its block counted on) */
+static void walk_blocked(struct session *r, const struct pyproc *py, uint32_t gen)
+{
+	int n;
+
+	if (!mode_is_time(r->o->mode))
+		return;
+	n = blocked_walk(&r->blocked, r->s, &r->names, &r->prof, py, gen);
+	if (n && r->o->verbose)
+		say(r, "pid %d: %d thread%s blocked since before, walked from user space", py->pid, n,
+		    n == 1 ? "" : "s");
+}
+
 /* py is a CPython process to profile, as generation gen (0: a new one) */
 static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 {
@@ -380,6 +398,8 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 	update_native(r, py->pid); /* before the sampler knows the process */
 	if (sampler_set_proc(r->s, py->pid, &pi))
 		return -1;
+	if (r->started)
+		walk_blocked(r, py, pi.gen);
 	if (r->o->mode == MODE_ALLOC) {
 		char err[512];
 
@@ -926,6 +946,21 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* wall|offcpu: -p's processes were adopted before the sampler started:
+ * their threads asleep now, walked now */
+static void walk_blocked_targets(struct session *r)
+{
+	for (size_t i = 0; i < r->o->npids && mode_is_time(r->o->mode); i++) {
+		struct pyproc py;
+		char err[512];
+		int pid = r->o->pids[i];
+		uint32_t gen = naming_gen(&r->names, pid);
+
+		if (gen && pyproc_inspect(pid, &py, err, sizeof(err)) == PYPROC_OK)
+			walk_blocked(r, &py, gen);
+	}
+}
+
 static bool any_pid_alive(const struct session_opts *o)
 {
 	for (size_t i = 0; i < o->npids; i++)
@@ -1301,6 +1336,9 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 		r.names.nat = &r.nat;
 		r.nat_on = true;
 	}
+	r.blocked.native = r.nat_on;
+	r.blocked.kernel = !o->no_kernel;
+	r.blocked.gil_only = o->gil_only;
 	sampler_skip(r.s, getpid(), UINT64_MAX, false);
 	if (describe_pids(&r, err, sizeof(err)))
 		goto fail;
@@ -1320,7 +1358,9 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	}
 	if (sampler_start(r.s, err, sizeof(err)))
 		goto fail;
+	r.started = true;
 	start = r.start_ns = clock_mono_ns();
+	walk_blocked_targets(&r);
 	r.start_unix_ns = clock_unix_ns();
 	if (o->cmd) {
 		if (write(go, "x", 1) != 1 || child_exec_failed(errfd, o->cmd[0], err, sizeof(err))) {
@@ -1389,6 +1429,7 @@ out:
 	sampler_close(r.s);
 	profile_free(&r.prof);
 	naming_free(&r.names);
+	blocked_free(&r.blocked);
 	native_free(&r.nat);
 	free(r.nmaps);
 	hmap_free(&r.pids, free);
