@@ -13,20 +13,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* the commands, in the order the help and the error line name them */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+} commands[] = {
+	{ "record", record_main }, { "dump", dump_main },     { "top", top_main },
+	{ "leaks", leaks_main },   { "daemon", daemon_main }, { "diff", diff_main },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "record"))
-		return record_main(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "dump"))
-		return dump_main(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "top"))
-		return top_main(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "daemon"))
-		return daemon_main(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "leaks"))
-		return leaks_main(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "diff"))
-		return diff_main(argc - 1, argv + 1);
+	for (size_t i = 0; argc > 1 && i < NCOMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
 	/* internal: the helper that fetches a debug file (dbgfetch.h) */
 	if (argc == 3 && !strcmp(argv[1], "debuginfod-fetch"))
 		return dbgfetch_helper(argv[2]);
@@ -37,8 +38,11 @@ int main(int argc, char **argv)
 	/* the first word is ours: a program to profile follows "--" (a word
 	 * taken for a program ran the system's `diff` for `pyperf-bpf diff`) */
 	if (argc > 1 && argv[1][0] && argv[1][0] != '-') {
-		fprintf(stderr, "pyperf-bpf: '%s' is not a command: record, dump, top, leaks, daemon or diff "
-			"(a program to profile goes after --: pyperf-bpf -- %s ...)\n", argv[1],
+		fprintf(stderr, "pyperf-bpf: '%s' is not a command: ", argv[1]);
+		for (size_t i = 0; i < NCOMMANDS; i++)
+			fprintf(stderr, "%s%s", commands[i].name,
+				i + 2 < NCOMMANDS ? ", " : i + 2 == NCOMMANDS ? " or " : "");
+		fprintf(stderr, " (a program to profile goes after --: pyperf-bpf -- %s ...)\n",
 			argv[1]);
 		return 2;
 	}
