@@ -1,4 +1,4 @@
-/* test_options.c - cmocka tests for the one option table (user/cmd/options.c):
+/* test_options.c - cmocka tests for the one option table (user/cli/options.c):
  * every row's field has the size its kind writes, for each command that
  * takes it; names (and aliases) are unique within each command; every row
  * has help; a value of its kind is kept where the command keeps it, and a

@@ -1,9 +1,9 @@
 /* options.c - the one table of options (see options.h). */
 #include "options.h"
-#include "daemon_config.h"
+#include "daemon_cfg.h"
 #include "errmsg.h"
 #include "mode.h"
-#include "record.h"
+#include "record_opts.h"
 #include "session.h"
 #include "size.h"
 #include "timeline.h"
