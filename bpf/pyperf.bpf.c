@@ -649,45 +649,17 @@ static __always_inline void user_regs_of(struct scratch *s, const struct ctx_reg
 	s->regs0.bx = BPF_CORE_READ(u, bx);
 }
 
-/* Does tstate hold its interpreter's GIL?  (the GIL is locked and tstate was
- * its last holder; a layout without the GIL's place keeps every sample) */
+#define PY_STATE_READ(ctx, addr, dst, size) bpf_probe_read_user((dst), (size), (void *)(addr))
+#include "py_state.h"
+
 static __always_inline bool holds_gil(const struct proc_info *p, __u64 tstate)
 {
-	const struct py_offsets *o = &p->off;
-	__u64 gil;
-	__u32 locked = 0;
-
-	if (o->gil_in == GIL_IN_RUNTIME)
-		gil = p->runtime_addr + o->gil_state;
-	else if (o->gil_in == GIL_IN_INTERP)
-		gil = read_ptr(p->runtime_addr + o->runtime_interp_head) + o->gil_state;
-	else
-		return true;
-	if (!tstate || bpf_probe_read_user(&locked, sizeof(locked), (void *)(gil + o->gil_locked)))
-		return false;
-	return locked && read_ptr(gil + o->gil_holder) == tstate;
+	return py_holds_gil(NULL, &p->off, p->runtime_addr, tstate);
 }
 
-/* Is the cyclic garbage collector running on this thread?  Its flag is the
- * interpreter's (or, in 3.8, the runtime's), so of the threads that run
- * while it is set the one holding the GIL is the collector's; the flag is
- * read first, since it is almost always clear. */
 static __always_inline bool runs_gc(const struct proc_info *p, __u64 tstate)
 {
-	const struct py_offsets *o = &p->off;
-	__u64 base;
-	__s32 collecting = 0;
-
-	if (o->gc_in == GIL_IN_RUNTIME)
-		base = p->runtime_addr;
-	else if (o->gc_in == GIL_IN_INTERP)
-		base = read_ptr(p->runtime_addr + o->runtime_interp_head);
-	else
-		return false;
-	if (!base || bpf_probe_read_user(&collecting, sizeof(collecting),
-					 (void *)(base + o->gc_collecting)) || !collecting)
-		return false;
-	return holds_gil(p, tstate);
+	return py_runs_gc(NULL, &p->off, p->runtime_addr, tstate);
 }
 
 /* The Python half of the walk of the current thread of process tgid into

@@ -117,39 +117,23 @@ uint32_t pywalk_code_check(const struct pyproc *py, uint64_t code)
 	return pywalk_code_check_at(py->pid, &py->off, code);
 }
 
+/* the GIL's and the collector's checks, shared with the BPF program; ctx:
+ * the pid */
+#define PY_STATE_READ(ctx, addr, dst, size) mem_read(*(const int *)(ctx), (addr), (dst), (size))
+#include "py_state.h"
+
 bool pywalk_holds_gil(const struct pyproc *py, uint64_t tstate)
 {
-	const struct py_offsets *o = &py->off;
-	uint64_t gil;
-	uint32_t locked = 0;
+	int pid = py->pid;
 
-	if (o->gil_in == GIL_IN_RUNTIME)
-		gil = py->runtime_addr + o->gil_state;
-	else if (o->gil_in == GIL_IN_INTERP)
-		gil = read_u64(py->pid, py->runtime_addr + o->runtime_interp_head) + o->gil_state;
-	else
-		return true;
-	if (!tstate || mem_read(py->pid, gil + o->gil_locked, &locked, sizeof(locked)))
-		return false;
-	return locked && read_u64(py->pid, gil + o->gil_holder) == tstate;
+	return py_holds_gil(&pid, &py->off, py->runtime_addr, tstate);
 }
 
 bool pywalk_runs_gc(const struct pyproc *py, uint64_t tstate)
 {
-	const struct py_offsets *o = &py->off;
-	uint64_t base;
-	int32_t collecting = 0;
+	int pid = py->pid;
 
-	if (o->gc_in == GIL_IN_RUNTIME)
-		base = py->runtime_addr;
-	else if (o->gc_in == GIL_IN_INTERP)
-		base = read_u64(py->pid, py->runtime_addr + o->runtime_interp_head);
-	else
-		return false;
-	if (!base || mem_read(py->pid, base + o->gc_collecting, &collecting, sizeof(collecting)) ||
-	    !collecting)
-		return false;
-	return pywalk_holds_gil(py, tstate);
+	return py_runs_gc(&pid, &py->off, py->runtime_addr, tstate);
 }
 
 uint32_t pywalk_code_check_at(int pid, const struct py_offsets *o, uint64_t code)

@@ -62,6 +62,10 @@ def main():
         t.join()
     with open(sys.argv[2], "w") as f:
         json.dump(out, f)
+    # names are read from the live process: the last stacks (the threads'
+    # final schedstat calls) are new ones, and a loader slowed by a busy
+    # machine once found the process gone and its code unnamed
+    time.sleep(0.3)
 
 
 if __name__ == "__main__":
