@@ -1156,12 +1156,25 @@ static void run_loop(struct session *r, uint64_t start)
 
 
 /* for `make bench`: the sampler's own cost and the loader's, separately */
+/* one number of --stats-json: its key, its value, and how many decimals
+ * (-1: a whole number) */
+struct stat_field {
+	const char *key;
+	double v;
+	uint64_t u;
+	int decimals;
+};
+
+#define STAT_U(k, x) { k, 0, (uint64_t)(x), -1 }
+#define STAT_D(k, x, d) { k, (double)(x), 0, d }
+
 static void write_stats_json(struct session *r, double secs, double loop_cpu)
 {
 	uint64_t st[STAT_NR], cnt = 0, ns = 0, scnt = 0, sns = 0;
 	long rss;
 	double cpu = clock_cpu_s(&rss);
 	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
+	const struct native_stats *nt = &r->nat.st;
 	FILE *f;
 
 	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
@@ -1169,45 +1182,47 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 	sampler_stats(r->s, st);
 	sampler_prog_stats(r->s, false, &cnt, &ns);
 	sampler_prog_stats(r->s, true, &scnt, &sns);
-	fprintf(f, "{\"duration_s\": %.3f, \"samples\": %llu, \"bpf_run_cnt\": %llu, "
-		"\"bpf_run_time_ns\": %llu, \"loader_cpu_s\": %.6f, \"loader_loop_cpu_s\": %.6f, "
-		"\"loader_maxrss_kb\": %ld, "
-		"\"stat_samples\": %llu, \"stat_truncated\": %llu, \"stat_map_full\": %llu, "
-		"\"stat_ringbuf_full\": %llu, \"unattributed\": %llu, "
-		"\"stat_native_incomplete\": %llu, \"stat_native_truncated\": %llu, "
-		"\"stat_native_pending\": %llu, \"stat_native_scanned\": %llu, "
-		"\"unwind_tables\": %llu, \"unwind_rows\": %llu, \"unwind_bytes\": %llu, "
-		"\"unwind_peak_bytes\": %llu, \"unwind_built\": %llu, \"unwind_build_ms\": %.1f, "
-		"\"unwind_max_build_ms\": %.1f, \"unwind_first_table_ms\": %.1f, "
-		"\"unwind_no_room\": %llu, \"unwind_failed\": %llu, \"unwind_evicted\": %llu, "
-		"\"unwind_reclaimed\": %llu, \"load_s\": %.3f, "
-		"\"first_complete_native_ms\": %.1f, \"warmup_s\": %.1f, "
-		"\"loader_cpu_after_warmup_s\": %.6f, \"after_warmup_s\": %.3f, "
-		"\"loader_write_cpu_s\": %.6f, \"switch_run_cnt\": %llu, \"switch_run_time_ns\": %llu, "
-		"\"stat_switches\": %llu, \"stat_offcpu_walks\": %llu, \"stat_offcpu_blocks\": %llu, "
-		"\"stat_faults\": %llu, \"stat_fault_walks\": %llu, \"stat_allocs\": %llu, "
-		"\"stat_alloc_walks\": %llu, \"stat_offcpu_lost\": %llu, \"stat_scan_ns\": %llu, ",
-		secs, (unsigned long long)r->prof.total, (unsigned long long)cnt,
-		(unsigned long long)ns, cpu, loop_cpu, rss, (unsigned long long)st[STAT_SAMPLES],
-		(unsigned long long)st[STAT_TRUNCATED], (unsigned long long)st[STAT_MAP_FULL],
-		(unsigned long long)st[STAT_RINGBUF_FULL], (unsigned long long)r->prof.unattributed,
-		(unsigned long long)st[STAT_NATIVE_INCOMPLETE],
-		(unsigned long long)st[STAT_NATIVE_TRUNCATED],
-		(unsigned long long)st[STAT_NATIVE_PENDING],
-		(unsigned long long)st[STAT_NATIVE_SCANNED], (unsigned long long)r->nat.st.tables,
-		(unsigned long long)r->nat.st.rows, (unsigned long long)r->nat.st.bytes,
-		(unsigned long long)r->nat.st.peak_bytes, (unsigned long long)r->nat.st.built,
-		r->nat.st.build_ns / 1e6, r->nat.st.max_build_ns / 1e6,
-		r->nat.st.first_table_ns / 1e6, (unsigned long long)r->nat.st.no_room,
-		(unsigned long long)r->nat.st.failed, (unsigned long long)r->nat.st.evicted,
-		(unsigned long long)r->nat.st.reclaimed, r->load_s, r->first_native_ms,
-		WARMUP_NS / 1e9, warm, secs - WARMUP_NS / 1e9, cpu - r->end_cpu,
-		(unsigned long long)scnt, (unsigned long long)sns,
-		(unsigned long long)st[STAT_SWITCHES], (unsigned long long)st[STAT_OFFCPU_WALKS],
-		(unsigned long long)st[STAT_OFFCPU_BLOCKS], (unsigned long long)st[STAT_FAULTS],
-		(unsigned long long)st[STAT_FAULT_WALKS], (unsigned long long)st[STAT_ALLOCS],
-		(unsigned long long)st[STAT_ALLOC_WALKS], (unsigned long long)st[STAT_OFFCPU_LOST],
-		(unsigned long long)st[STAT_SCAN_NS]);
+	const struct stat_field fields[] = {
+		STAT_D("duration_s", secs, 3), STAT_U("samples", r->prof.total),
+		STAT_U("bpf_run_cnt", cnt), STAT_U("bpf_run_time_ns", ns),
+		STAT_D("loader_cpu_s", cpu, 6), STAT_D("loader_loop_cpu_s", loop_cpu, 6),
+		STAT_U("loader_maxrss_kb", rss),
+		STAT_U("stat_samples", st[STAT_SAMPLES]), STAT_U("stat_truncated", st[STAT_TRUNCATED]),
+		STAT_U("stat_map_full", st[STAT_MAP_FULL]),
+		STAT_U("stat_ringbuf_full", st[STAT_RINGBUF_FULL]),
+		STAT_U("unattributed", r->prof.unattributed),
+		STAT_U("stat_native_incomplete", st[STAT_NATIVE_INCOMPLETE]),
+		STAT_U("stat_native_truncated", st[STAT_NATIVE_TRUNCATED]),
+		STAT_U("stat_native_pending", st[STAT_NATIVE_PENDING]),
+		STAT_U("stat_native_scanned", st[STAT_NATIVE_SCANNED]),
+		STAT_U("unwind_tables", nt->tables), STAT_U("unwind_rows", nt->rows),
+		STAT_U("unwind_bytes", nt->bytes), STAT_U("unwind_peak_bytes", nt->peak_bytes),
+		STAT_U("unwind_built", nt->built), STAT_D("unwind_build_ms", nt->build_ns / 1e6, 1),
+		STAT_D("unwind_max_build_ms", nt->max_build_ns / 1e6, 1),
+		STAT_D("unwind_first_table_ms", nt->first_table_ns / 1e6, 1),
+		STAT_U("unwind_no_room", nt->no_room), STAT_U("unwind_failed", nt->failed),
+		STAT_U("unwind_evicted", nt->evicted), STAT_U("unwind_reclaimed", nt->reclaimed),
+		STAT_D("load_s", r->load_s, 3), STAT_D("first_complete_native_ms", r->first_native_ms, 1),
+		STAT_D("warmup_s", WARMUP_NS / 1e9, 1), STAT_D("loader_cpu_after_warmup_s", warm, 6),
+		STAT_D("after_warmup_s", secs - WARMUP_NS / 1e9, 3),
+		STAT_D("loader_write_cpu_s", cpu - r->end_cpu, 6),
+		STAT_U("switch_run_cnt", scnt), STAT_U("switch_run_time_ns", sns),
+		STAT_U("stat_switches", st[STAT_SWITCHES]),
+		STAT_U("stat_offcpu_walks", st[STAT_OFFCPU_WALKS]),
+		STAT_U("stat_offcpu_blocks", st[STAT_OFFCPU_BLOCKS]),
+		STAT_U("stat_faults", st[STAT_FAULTS]), STAT_U("stat_fault_walks", st[STAT_FAULT_WALKS]),
+		STAT_U("stat_allocs", st[STAT_ALLOCS]), STAT_U("stat_alloc_walks", st[STAT_ALLOC_WALKS]),
+		STAT_U("stat_offcpu_lost", st[STAT_OFFCPU_LOST]), STAT_U("stat_scan_ns", st[STAT_SCAN_NS]),
+	};
+
+	fputc('{', f);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		fprintf(f, "\"%s\": ", fields[i].key);
+		if (fields[i].decimals < 0)
+			fprintf(f, "%llu, ", (unsigned long long)fields[i].u);
+		else
+			fprintf(f, "%.*f, ", fields[i].decimals, fields[i].v);
+	}
 	/* how the walks run, and what the verifier did with each program */
 	fprintf(f, "\"walks\": \"%s\", \"programs\": [",
 		sampler_bounded_loops(r->s) ? "bounded loops" : "bpf_loop");
