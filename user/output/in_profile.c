@@ -39,7 +39,7 @@
 #include "in_profile.h"
 #include "errmsg.h"
 #include "hmap.h"
-#include "output.h"
+#include "out_common.h"
 #include "profile.pb-c.h"
 #include "sbuf.h"
 

@@ -4,7 +4,7 @@
  * time in microseconds).  Stacks that print the same (for
  * instance with --no-lines) are merged; lines are sorted so equal profiles give
  * equal files. */
-#include "output.h"
+#include "out_common.h"
 
 #include <stdlib.h>
 #include <string.h>

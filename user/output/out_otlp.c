@@ -29,7 +29,7 @@
  * Strings get U+FFFD for bytes that are not UTF-8.  Equal profiles give
  * equal files: indices follow the stable sample order, and the profile_id is
  * a hash of the start time and the process, not random. */
-#include "output.h"
+#include "out_common.h"
 #include "otlp_profiles.pb-c.h"
 #include "version.h"
 

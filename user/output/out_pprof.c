@@ -25,13 +25,12 @@
  * not UTF-8 get U+FFFD for the bad bytes, as proto3 requires.  Ids and string
  * indices are given in the order of the (stable) sample list and the gzip
  * header has no time stamp, so equal profiles give equal files. */
-#include "output.h"
+#include "out_common.h"
 #include "profile.pb-c.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
@@ -316,38 +315,6 @@ out:
 	free(locs);
 	free(ids);
 	free(v);
-}
-
-int out_gzip(FILE *f, const uint8_t *data, size_t len)
-{
-	z_stream z;
-	uint8_t out[16384];
-	int rc;
-
-	memset(&z, 0, sizeof(z));
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		errno = ENOMEM;
-		return -1;
-	}
-	z.next_in = (uint8_t *)data;
-	z.avail_in = (uInt)len;
-	errno = 0;
-	do {
-		size_t have;
-
-		z.next_out = out;
-		z.avail_out = sizeof(out);
-		rc = deflate(&z, Z_FINISH);
-		have = sizeof(out) - z.avail_out;
-		if (rc == Z_STREAM_ERROR || fwrite(out, 1, have, f) != have)
-			break;
-	} while (rc != Z_STREAM_END);
-	deflateEnd(&z);
-	if (rc == Z_STREAM_END && !ferror(f))
-		return 0;
-	if (!errno)
-		errno = rc == Z_STREAM_ERROR ? EINVAL : EIO;
-	return -1;
 }
 
 static void free_vec(struct vec *a, void (*fn)(void *))

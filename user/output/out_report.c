@@ -1,7 +1,7 @@
 /* out_report.c - the hotspot report: a header (samples, duration, rate,
  * processes, losses) and the top functions by own and by total share, with the
  * columns of `py-spy top`, counted by fncount.c. */
-#include "output.h"
+#include "out_common.h"
 #include "fncount.h"
 
 #include <stdlib.h>

@@ -24,7 +24,7 @@
  * period being 1e9 / freq rounded down (without a frequency, unit "none"
  * and weights are counts).  Strings are valid JSON whatever
  * bytes the names hold: invalid UTF-8 becomes U+FFFD. */
-#include "output.h"
+#include "out_common.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@
  * frames grey, the shade from a hash of the name.  --icicle puts the root at
  * the top.  The image is as tall as its deepest drawn frame, and a flame
  * graph taller than the window opens scrolled to its root, at the bottom. */
-#include "output.h"
+#include "out_common.h"
 #include "in_profile.h"
 
 #include <ctype.h>

@@ -17,7 +17,7 @@
  * Times are CLOCK_MONOTONIC in microseconds (time.monotonic() * 1e6 in the
  * profiled program), the format's unit.  Only the newest --timeline-minutes
  * are written; otherData says what was left out and why. */
-#include "output.h"
+#include "out_common.h"
 #include "hmap.h"
 
 #include <errno.h>
