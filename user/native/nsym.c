@@ -570,7 +570,10 @@ static void add_eval_parts(struct nsym_bin *b, Elf *elf)
 		    !strncmp(b->v[i].name, EVAL_LOOP, sizeof(EVAL_LOOP) - 1) &&
 		    (!b->v[i].name[sizeof(EVAL_LOOP) - 1] || b->v[i].name[sizeof(EVAL_LOOP) - 1] == '@'))
 			loop = &b->v[i];
-	if (!loop)
+	/* a symbol table names the split parts itself (GCC's local
+	 * "_PyEval_EvalFrameDefault.cold"): the disassembly, some ms of every
+	 * start, is only for a binary without one */
+	if (!loop || b->own_symtab || b->debug_file)
 		return;
 	n = evalparts_find(elf, loop->start, fend(loop), starts_function, b, parts, 8);
 	for (size_t k = 0; k < n; k++) {
