@@ -116,6 +116,8 @@ struct session {
 	struct native nat;           /* binaries, unwind tables, mappings */
 	struct blocked blocked;      /* wall|offcpu: threads blocked when adopted */
 	bool started;                /* the sampler's programs are attached */
+	int go, errfd;               /* the held command's pipes (-1: none) */
+	struct dbgfetch *fetch;      /* the debuginfod helper, until the native tables take it */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
 	pid_t child;
@@ -1261,14 +1263,16 @@ int session_check(char *err, size_t errlen)
 	return sampler_check_privileges(err, errlen);
 }
 
-int session_run(const struct session_opts *o, const struct session_hooks *h)
+/* Set up: the profile, the BPF program loaded (not started), the native
+ * tables; the command forked, held before its exec.  0, or -1 with err. */
+static int session_open(struct session *r, char *err, size_t errlen)
 {
-	struct session r;
+	const struct session_opts *o = r->o;
 	struct sampler_events events = { .stack = on_stack, .new_pid = on_new_pid, .exec = on_exec,
 					  .fork = on_fork_event, .exit = on_exit_event,
 					  .maps = on_maps, .table = on_table,
 					  .gc = on_gc, .import = on_import, .sample = on_sample,
-					  .ctx = &r };
+					  .ctx = r };
 	struct sampler_opts so = { .filter_targets = o->cmd || o->npids, .freq = o->freq,
 				   .mode = o->mode, .gil_only = o->gil_only,
 				   .async_stacks = o->async_stacks, .interval = o->interval,
@@ -1281,11 +1285,162 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 				   .no_bpf_loop = o->no_bpf_loop,
 				   .verifier_stats = o->stats_json != NULL,
 				   .timeline = o->timeline };
+	uint64_t load0;
+
+	profile_init(&r->prof);
+	if (o->timeline && (!(r->prof.timeline = malloc(sizeof(*r->prof.timeline))) ||
+			    timeline_init(r->prof.timeline, o->timeline_cap,
+					  (uint64_t)(o->timeline_keep_s * 1e9)))) {
+		free(r->prof.timeline);
+		r->prof.timeline = NULL;
+		set_err(err, errlen, "out of memory for the timeline");
+		return -1;
+	}
+	naming_init(&r->names, NULL);
+	session_install_signals(r->h);
+	if (sampler_check_privileges(err, errlen))
+		return -1;
+	/* the command's orphans come to us, to be ended with it (proctree.h) */
+	if (o->cmd)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (o->cmd && (r->go = spawn_held(r, &r->errfd, err, errlen)) < 0)
+		return -1;
+	/* after the command is forked (it keeps DEBUGINFOD_URLS), before
+	 * threads that could read the environment start */
+	if (!o->no_native)
+		r->fetch = dbgfetch_start(DBGFETCH_TIMEOUT_S, o->verbose);
+	load0 = clock_mono_ns();
+	if (sampler_open(&r->s, &so, &events, err, errlen))
+		return -1;
+	r->names.sampler = r->s;
+	r->load_s = (clock_mono_ns() - load0) / 1e9;
+	if (!o->no_native) {
+		const struct native_store *st = sampler_table_store(r->s);
+
+		if (!st || native_init(&r->nat, st,
+				       o->unwind_bytes ? o->unwind_bytes
+						       : (uint64_t)PYPERF_UNWIND_MB << 20, true)) {
+			set_err(err, errlen, "cannot set up the native unwind tables: %s",
+				 strerror(errno ? errno : ENOMEM));
+			return -1;
+		}
+		r->nat.verbose = o->verbose;
+		r->nat.debuginfo_path = o->debuginfo_path;
+		r->nat.fetch = r->fetch;
+		r->fetch = NULL;
+		r->nmaps = malloc(sizeof(*r->nmaps));
+		if (!r->nmaps) {
+			set_err(err, errlen, "out of memory");
+			return -1;
+		}
+		r->names.nat = &r->nat;
+		r->nat_on = true;
+	}
+	r->blocked.native = r->nat_on;
+	r->blocked.kernel = !o->no_kernel;
+	r->blocked.gil_only = o->gil_only;
+	return 0;
+}
+
+/* Start: the targets given to the sampler, its programs attached, the
+ * command let go into its exec.  0; 1 with err; 127 when the command
+ * could not be run. */
+static int session_start(struct session *r, char *err, size_t errlen)
+{
+	const struct session_opts *o = r->o;
+
+	sampler_skip(r->s, getpid(), UINT64_MAX, false);
+	if (describe_pids(r, err, errlen))
+		return 1;
+	if (o->cmd && sampler_add_target(r->s, r->child)) {
+		set_err(err, errlen, "cannot configure the sampler: %s", strerror(errno));
+		return 1;
+	}
+	if (o->cmd && o->mode == MODE_ALLOC) {
+		char libc[4096], aerr[512];
+
+		/* the allocator probes in before the program runs: put in when
+		 * it is adopted, they missed its first 10-30 ms */
+		if (!exec_libc_guess(o->cmd[0], libc, sizeof(libc)) &&
+		    sampler_hold_allocs(r->s, (uint32_t)r->child, libc, aerr, sizeof(aerr)) &&
+		    o->verbose)
+			fprintf(stderr, "pyperf-bpf: --mode alloc: %s\n", aerr);
+	}
+	if (sampler_start(r->s, err, errlen))
+		return 1;
+	r->started = true;
+	r->start_ns = clock_mono_ns();
+	walk_blocked_targets(r);
+	r->start_unix_ns = clock_unix_ns();
+	if (o->cmd) {
+		if (write(r->go, "x", 1) != 1 ||
+		    child_exec_failed(r->errfd, o->cmd[0], err, errlen))
+			return 127;
+		close(r->go);
+		r->go = -1;
+	}
+	if (o->verbose)
+		fprintf(stderr, "pyperf-bpf: sampling at %d Hz\n", o->freq);
+	return 0;
+}
+
+/* The end of sampling: the last counts drained, the names read, the
+ * command's hooks called with the whole profile.  0, or -1 with err. */
+static int session_finish(struct session *r, double loop_cpu, char *err, size_t errlen)
+{
+	const struct session_hooks *h = r->h;
+	struct session_end end = { .start_unix_ns = r->start_unix_ns };
+	double secs;
+
+	sampler_stop(r->s);
+	sampler_drain(r->s, on_count, r);
+	sampler_drain(r->s, on_count, r);
+	if (r->o->leaks)
+		leaks_view(r);
+	secs = end.secs = (clock_mono_ns() - r->start_ns) / 1e9;
+	r->end_cpu = clock_cpu_s(NULL);
+	sampler_stats(r->s, end.stats);
+	update_refused(r);
+	naming_name_kernel(&r->prof, r->s);
+	naming_python_threads(&r->names, &r->prof, r->s);
+	if (h->on_drain)
+		h->on_drain(h->ctx, &r->prof, end.stats, secs, true);
+	if (h->on_end && h->on_end(h->ctx, &r->prof, &end, err, errlen))
+		return -1;
+	write_stats_json(r, secs, r->end_cpu - loop_cpu); /* after: peak RSS includes writing */
+	return 0;
+}
+
+/* Everything the session holds, let go (the builders first: a table being
+ * built goes into the sampler's maps). */
+static void session_close(struct session *r)
+{
+	if (r->go >= 0)
+		close(r->go);
+	if (r->errfd >= 0)
+		close(r->errfd);
+	native_stop(&r->nat);
+	dbgfetch_stop(r->nat.fetch);
+	dbgfetch_stop(r->fetch); /* not handed over */
+	r->nat.fetch = NULL;
+	sampler_close(r->s);
+	profile_free(&r->prof);
+	naming_free(&r->names);
+	blocked_free(&r->blocked);
+	native_free(&r->nat);
+	free(r->nmaps);
+	hmap_free(&r->pids, free);
+	hmap_free(&r->asyncs, free);
+	hmap_free(&r->gone_seen, NULL);
+	hmap_free(&r->refused, NULL);
+	hmap_free(&r->newborn, free);
+}
+
+int session_run(const struct session_opts *o, const struct session_hooks *h)
+{
+	struct session r;
 	char err[1024];
-	struct dbgfetch *fetch = NULL;
-	int go = -1, errfd = -1, rc = 1;
-	uint64_t start, load0;
-	double loop_cpu;
+	int rc;
 
 	/* fixed thresholds instead of glibc's dynamic ones: after a large
 	 * block is freed (a big binary's unwind table, built by the worker
@@ -1300,157 +1455,34 @@ int session_run(const struct session_opts *o, const struct session_hooks *h)
 	memset(&r, 0, sizeof(r));
 	r.o = o;
 	r.h = h;
+	r.go = r.errfd = -1;
 	r.first_native_ms = -1;
 	r.warm_cpu = -1;
-	profile_init(&r.prof);
-	if (o->timeline && (!(r.prof.timeline = malloc(sizeof(*r.prof.timeline))) ||
-			    timeline_init(r.prof.timeline, o->timeline_cap,
-					  (uint64_t)(o->timeline_keep_s * 1e9)))) {
-		free(r.prof.timeline);
-		r.prof.timeline = NULL;
-		set_err(err, sizeof(err), "out of memory for the timeline");
-		goto fail;
-	}
-	naming_init(&r.names, NULL);
-	session_install_signals(h);
-	if (sampler_check_privileges(err, sizeof(err)))
-		goto fail;
-	/* the command's orphans come to us, to be ended with it (proctree.h) */
-	if (o->cmd)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (o->cmd && (go = spawn_held(&r, &errfd, err, sizeof(err))) < 0)
-		goto fail;
-	/* after the command is forked (it keeps DEBUGINFOD_URLS), before
-	 * threads that could read the environment start */
-	if (!o->no_native)
-		fetch = dbgfetch_start(DBGFETCH_TIMEOUT_S, o->verbose);
-	load0 = clock_mono_ns();
-	if (sampler_open(&r.s, &so, &events, err, sizeof(err)))
-		goto fail;
-	r.names.sampler = r.s;
-	r.load_s = (clock_mono_ns() - load0) / 1e9;
-	if (!o->no_native) {
-		const struct native_store *st = sampler_table_store(r.s);
+	rc = session_open(&r, err, sizeof(err)) ? 1 : session_start(&r, err, sizeof(err));
+	if (!rc) {
+		double loop_cpu = clock_cpu_s(NULL);
 
-		if (!st || native_init(&r.nat, st,
-				       o->unwind_bytes ? o->unwind_bytes
-						       : (uint64_t)PYPERF_UNWIND_MB << 20, true)) {
-			set_err(err, sizeof(err), "cannot set up the native unwind tables: %s",
-				 strerror(errno ? errno : ENOMEM));
-			goto fail;
+		run_loop(&r, r.start_ns);
+		rc = session_finish(&r, loop_cpu, err, sizeof(err)) ? 1 : 0;
+	}
+	if (!rc) {
+		if (o->cmd) {
+			wait_child_bounded(&r);
+			rc = child_exit_code(&r);
 		}
-		r.nat.verbose = o->verbose;
-		r.nat.debuginfo_path = o->debuginfo_path;
-		r.nat.fetch = fetch;
-		fetch = NULL;
-		r.nmaps = malloc(sizeof(*r.nmaps));
-		if (!r.nmaps) {
-			set_err(err, sizeof(err), "out of memory");
-			goto fail;
+	} else {
+		/* why the run ends: on stderr, and in the daemon's log too */
+		if (h->on_message)
+			h->on_message(h->ctx, err);
+		if (!h->on_message || !h->message_on_stderr)
+			fprintf(stderr, "pyperf-bpf: %s\n", err);
+		if (r.child > 0) {
+			if (r.go >= 0)
+				close(r.go); /* a held child exits without running anything */
+			r.go = -1;
+			wait_child_bounded(&r);
 		}
-		r.names.nat = &r.nat;
-		r.nat_on = true;
 	}
-	r.blocked.native = r.nat_on;
-	r.blocked.kernel = !o->no_kernel;
-	r.blocked.gil_only = o->gil_only;
-	sampler_skip(r.s, getpid(), UINT64_MAX, false);
-	if (describe_pids(&r, err, sizeof(err)))
-		goto fail;
-	if (o->cmd && sampler_add_target(r.s, r.child)) {
-		set_err(err, sizeof(err), "cannot configure the sampler: %s", strerror(errno));
-		goto fail;
-	}
-	if (o->cmd && o->mode == MODE_ALLOC) {
-		char libc[4096], aerr[512];
-
-		/* the allocator probes in before the program runs: put in when
-		 * it is adopted, they missed its first 10-30 ms */
-		if (!exec_libc_guess(o->cmd[0], libc, sizeof(libc)) &&
-		    sampler_hold_allocs(r.s, (uint32_t)r.child, libc, aerr, sizeof(aerr)) &&
-		    o->verbose)
-			fprintf(stderr, "pyperf-bpf: --mode alloc: %s\n", aerr);
-	}
-	if (sampler_start(r.s, err, sizeof(err)))
-		goto fail;
-	r.started = true;
-	start = r.start_ns = clock_mono_ns();
-	walk_blocked_targets(&r);
-	r.start_unix_ns = clock_unix_ns();
-	if (o->cmd) {
-		if (write(go, "x", 1) != 1 || child_exec_failed(errfd, o->cmd[0], err, sizeof(err))) {
-			rc = 127;
-			goto fail;
-		}
-		close(go);
-		go = -1;
-	}
-	if (o->verbose)
-		fprintf(stderr, "pyperf-bpf: sampling at %d Hz\n", o->freq);
-	loop_cpu = clock_cpu_s(NULL);
-	run_loop(&r, start);
-	sampler_stop(r.s);
-	sampler_drain(r.s, on_count, &r);
-	sampler_drain(r.s, on_count, &r);
-	if (o->leaks)
-		leaks_view(&r);
-	{
-		double secs = (clock_mono_ns() - start) / 1e9;
-		double loop;
-
-		r.end_cpu = clock_cpu_s(NULL);
-		loop = r.end_cpu - loop_cpu;
-
-		struct session_end end = { .secs = secs, .start_unix_ns = r.start_unix_ns };
-
-		sampler_stats(r.s, end.stats);
-		update_refused(&r);
-		naming_name_kernel(&r.prof, r.s);
-		naming_python_threads(&r.names, &r.prof, r.s);
-		if (h->on_drain)
-			h->on_drain(h->ctx, &r.prof, end.stats, secs, true);
-		if (h->on_end && h->on_end(h->ctx, &r.prof, &end, err, sizeof(err)))
-			goto fail;
-		write_stats_json(&r, secs, loop); /* after: peak RSS includes writing */
-	}
-	rc = 0;
-	if (o->cmd) {
-		wait_child_bounded(&r);
-		rc = child_exit_code(&r);
-	}
-	goto out;
-fail:
-	/* why the run ends: on stderr, and in the daemon's log too */
-	if (h->on_message)
-		h->on_message(h->ctx, err);
-	if (!h->on_message || !h->message_on_stderr)
-		fprintf(stderr, "pyperf-bpf: %s\n", err);
-	if (r.child > 0) {
-		if (go >= 0)
-			close(go); /* a held child exits without running anything */
-		go = -1;
-		wait_child_bounded(&r);
-	}
-out:
-	if (go >= 0)
-		close(go);
-	if (errfd >= 0)
-		close(errfd);
-	/* a table being built goes into the sampler's maps: the builders first */
-	native_stop(&r.nat);
-	dbgfetch_stop(r.nat.fetch);
-	dbgfetch_stop(fetch); /* not handed over */
-	r.nat.fetch = NULL;
-	sampler_close(r.s);
-	profile_free(&r.prof);
-	naming_free(&r.names);
-	blocked_free(&r.blocked);
-	native_free(&r.nat);
-	free(r.nmaps);
-	hmap_free(&r.pids, free);
-	hmap_free(&r.asyncs, free);
-	hmap_free(&r.gone_seen, NULL);
-	hmap_free(&r.refused, NULL);
-	hmap_free(&r.newborn, free);
+	session_close(&r);
 	return rc;
 }
