@@ -378,3 +378,22 @@ def test_several_outputs_hold_the_same_recording(tmp_path):
     m = re.match(r"pyperf-bpf: (\d+) samples", report.read_text())
     assert m and int(m.group(1)) == total > 100, (total, report.read_text()[:300])
     assert sorted(os.listdir(tmp_path)) == ["p.folded", "p.txt", "t.json"]
+
+
+def test_a_command_is_adopted_once(tmp_path):
+    """The command's process is announced by its first samples, which may
+    come before its exec (the held fork of the profiler) and be handled
+    after it: that classification reads the new image, and the exec's own
+    event must not adopt it again (a second adoption made the one image two
+    process images: two OTLP resources, CI once).  15 runs of a short
+    command beside two CPU burners (3 in 25 showed it before): the verbose
+    log adopts the command's pid exactly once in each."""
+    python = SUPPORTED[-1][0]
+    with cpu_burners():
+        for i in range(15):
+            r = run_pyperf(["-v", "-F", "499", "-o", str(tmp_path / "p.folded"), "--", python,
+                            os.path.join(WORKLOADS, "split.py"), "0.3", str(tmp_path / "t.json")],
+                           timeout=60)
+            assert r.returncode == 0, r.stderr
+            adopted = re.findall(r"^pyperf-bpf: pid (\d+): Python \d+\.\d+, ", r.stderr, re.M)
+            assert len(adopted) == 1, (i, r.stderr)

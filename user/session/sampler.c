@@ -749,6 +749,13 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi
 	return rc;
 }
 
+bool sampler_has_proc(struct sampler *s, uint32_t pid)
+{
+	struct proc_info pi;
+
+	return bpf_map__lookup_elem(s->skel->maps.procs, &pid, sizeof(pid), &pi, sizeof(pi), 0) == 0;
+}
+
 /* The allocator probes, for pid, into the C library at path (as this
  * process sees it); NULL with a message if malloc (and for `leaks` its
  * return and free) could not be probed. */

@@ -91,6 +91,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		 const struct sampler_events *ev, char *err, size_t errlen);
 int sampler_add_target(struct sampler *s, uint32_t pid);
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct proc_info *pi);
+/* Does the sampler profile pid (its image since its last exec adopted)? */
+bool sampler_has_proc(struct sampler *s, uint32_t pid);
 /* Where the native unwinder's tables go (native.h); NULL on failure. */
 struct native_store;
 const struct native_store *sampler_table_store(struct sampler *s);

@@ -440,19 +440,40 @@ static bool said_for_another(struct session *r, const char *err)
 	return false;
 }
 
+/* Is py's interpreter up (its first interpreter state made: Py_Initialize
+ * ran, so the dynamic loader has mapped every library the C library
+ * --mode alloc probes and the native tables need)? */
+static bool runtime_up(const struct pyproc *py)
+{
+	uint64_t head = 0;
+
+	return mem_read(py->pid, py->runtime_addr + py->off.runtime_interp_head, &head,
+			sizeof(head)) == 0 && head;
+}
+
 /* a process ran that the sampler does not know yet */
 static void classify(struct session *r, int pid)
 {
 	struct pyproc py;
 	char err[512];
 	struct pid_state *ps;
-	int rc = pyproc_inspect(pid, &py, err, sizeof(err));
+	int rc;
+
+	/* adopted meanwhile (a newborn, from its poll), while this announcement
+	 * waited in the ring buffer: a second adoption would make it two
+	 * process images */
+	if (sampler_has_proc(r->s, (uint32_t)pid))
+		return;
+	rc = pyproc_inspect(pid, &py, err, sizeof(err));
 
 	/* a process read while it exits or execs can look like anything: it is
 	 * gone, or it reads right the second time */
 	if (rc == PYPROC_UNSUPPORTED)
 		rc = kill(pid, 0) && errno == ESRCH ? PYPROC_GONE
 						     : pyproc_inspect(pid, &py, err, sizeof(err));
+	/* not before its interpreter is up: asked again shortly */
+	if (rc == PYPROC_OK && !runtime_up(&py))
+		rc = PYPROC_NOT_PYTHON;
 	switch (rc) {
 	case PYPROC_OK:
 		if (r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)) {
@@ -511,14 +532,6 @@ static void on_stack(void *ctx, const struct ev_stack *ev)
 static void on_new_pid(void *ctx, int pid)
 {
 	classify(ctx, pid);
-}
-
-static bool runtime_up(const struct pyproc *py)
-{
-	uint64_t head = 0;
-
-	return mem_read(py->pid, py->runtime_addr + py->off.runtime_interp_head, &head,
-			sizeof(head)) == 0 && head;
 }
 
 static void newborn_add(struct session *r, int pid)
@@ -652,6 +665,14 @@ static void on_exec(void *ctx, int pid)
 {
 	struct session *r = ctx;
 	struct pid_state *ps = hmap_get(&r->pids, &pid, sizeof(pid));
+
+	/* The sampler forgot the process at its exec (on_exec in BPF), so
+	 * if it knows it now, the loader adopted it since: an announcement
+	 * from before the exec, handled after it, read the new image (a
+	 * command's child, a shell's): that adoption stands, a second would
+	 * make the one image two */
+	if (sampler_has_proc(r->s, (uint32_t)pid))
+		return;
 
 	if (ps)
 		memset(ps, 0, sizeof(*ps)); /* a new program: ask afresh */
