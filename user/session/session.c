@@ -652,6 +652,10 @@ static void on_fork_event(void *ctx, int pid, int ppid, uint32_t gen)
 	struct pyproc py;
 	char err[512];
 
+	/* the sampler dropped the copy at an exec (or the child ended): not
+	 * its parent's copy any more; its exec's event follows */
+	if (!sampler_has_proc(r->s, (uint32_t)pid))
+		return;
 	if (pyproc_inspect(pid, &py, err, sizeof(err)) != PYPROC_OK ||
 	    (r->h->want && !r->h->want(r->h->ctx, pid, gen)) || adopt(r, &py, gen)) {
 		sampler_forget(r->s, pid);
