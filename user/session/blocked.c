@@ -104,7 +104,7 @@ static void lookup_kernel(struct blocked *b, const struct sleeper *v, int n)
 			want[nw++] = v[i].wchan;
 	}
 	if (!nw || b->nk + nw > sizeof(b->knames) / sizeof(b->knames[0]) ||
-	    ksyms_lookup(b->kallsyms ? b->kallsyms : "/proc/kallsyms", want, nw, got))
+	    ksyms_lookup("/proc/kallsyms", want, nw, got))
 		return;
 	for (size_t j = 0; j < nw; j++) {
 		if (!(b->knames[b->nk] = strdup(want[j])))

@@ -26,7 +26,6 @@ struct pyproc;
 struct blocked {
 	bool native, kernel;         /* walk the native leaf, the kernel function */
 	bool gil_only;               /* --gil: only a thread that holds its GIL, as the sampler */
-	const char *kallsyms;        /* NULL: /proc/kallsyms */
 	uint64_t seq;                /* stacks announced so far (each key its own) */
 	/* kernel function names looked up in /proc/kallsyms, and their
 	 * addresses (0: not a text symbol) */
