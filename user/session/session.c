@@ -557,35 +557,17 @@ static void newborn_add(struct session *r, int pid)
  * (on_fork): adopted now too, before most of them block */
 static void adopt_children(struct session *r, int pid)
 {
-	char path[64], buf[4096];
-	DIR *d;
-	struct dirent *e;
+	static pid_t tree[PROCTREE_MAX];
+	int n = proctree_members(-1, pid, tree, PROCTREE_MAX);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	if (!(d = opendir(path)))
-		return;
-	while ((e = readdir(d))) {
-		FILE *f;
+	for (int i = 0; i < n; i++) {
+		struct pyproc py;
+		char err[256];
 
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(buf, sizeof(buf), "/proc/%d/task/%s/children", pid, e->d_name);
-		if (!(f = fopen(buf, "r")))
-			continue;
-		if (fgets(buf, sizeof(buf), f))
-			for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
-				int child = atoi(t);
-				struct pyproc py;
-				char err[256];
-
-				if (child > 0 && !naming_is_python(&r->names, child) &&
-				    pyproc_inspect(child, &py, err, sizeof(err)) == PYPROC_OK &&
-				    runtime_up(&py))
-					adopt(r, &py, 0);
-			}
-		fclose(f);
+		if (tree[i] != pid && !sampler_has_proc(r->s, (uint32_t)tree[i]) &&
+		    pyproc_inspect(tree[i], &py, err, sizeof(err)) == PYPROC_OK && runtime_up(&py))
+			adopt(r, &py, 0);
 	}
-	closedir(d);
 }
 
 /* Look at the newborns due; returns the milliseconds to the next one due
