@@ -138,6 +138,8 @@ static __always_inline void block_ends(struct task_struct *task)
 			return;
 		}
 		__sync_fetch_and_add(v, weight);
+	} else {
+		__sync_fetch_and_add(&map_fill[idx & 1], 1);
 	}
 	stat_inc(STAT_OFFCPU_BLOCKS);
 	if (timeline)

@@ -84,6 +84,11 @@ __u32 procs_epoch = 1;
  * (which would cost a ring buffer record per sample) until the loader has
  * drained it and clears the flag. */
 __u32 map_full[2] = {}; /* initialised: laid out where defined, in both objects */
+/* the keys added to counts[i] since the loader last emptied it: from
+ * counts_wake_at on, each new stack wakes the loader to drain it before it
+ * fills (its poll alone may come 100 ms later) */
+__u32 map_fill[2] = {};
+const volatile __u32 counts_wake_at = PYPERF_COUNTS_ENTRIES / 2;
 
 /* tgid -> interpreter address and offsets; written by the loader */
 struct {
@@ -571,7 +576,7 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 		wake = !bpf_map_lookup_elem(&py_seen, &part);
 	}
 	if (!size || bpf_ringbuf_output(&events, s->wire, size,
-					wake ||
+					wake || map_fill[idx & 1] >= counts_wake_at ||
 					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
 					0 : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
@@ -588,6 +593,8 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 		map_full[idx & 1] = 1;
 		stat_inc(STAT_MAP_FULL);
 		return false;
+	} else {
+		__sync_fetch_and_add(&map_fill[idx & 1], 1);
 	}
 	stat_inc(STAT_STACKS);
 	return true;

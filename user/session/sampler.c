@@ -64,8 +64,6 @@ struct sampler {
 	struct reaper *reaper;       /* takes probes out off the main loop */
 	unsigned events;             /* --events */
 	struct hmap event_links;     /* binary (dev, ino) -> struct event_links * */
-	unsigned announced;          /* new stacks announced since the last drain:
-				      * about the entries of the active counts map */
 	unsigned counts_max;         /* a counts map's max_entries */
 	/* --mode wall|offcpu: the off-CPU slots (mmap'ed, slot_bytes apart) and
 	 * the threads a block was walked for (tgid << 32 | tid), whose blocks
@@ -346,7 +344,6 @@ static int dispatch(void *ctx, void *data, size_t size)
 	pid = (int)h->pid;
 	switch (h->kind) {
 	case EV_STACK:
-		s->announced++;
 		if (sampler_unpack_stack(data, size, s->stack))
 			break;
 		if (s->slots && (s->stack->flags & STACK_OFFCPU)) {
@@ -621,6 +618,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
 	}
 	s->counts_max = bpf_map__max_entries(s->skel->maps.counts0);
+	s->skel->rodata->counts_wake_at = s->counts_max / 2 ? s->counts_max / 2 : 1;
 	/* libbpf makes the outer map's inner template as the definition has it
 	 * (32768 entries, preallocated: made and freed at load for nothing):
 	 * one of 1 entry instead (the kernel does not compare a hash map's
@@ -1340,17 +1338,21 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 	__atomic_store_n(&s->skel->bss->active, idle ^ 1, __ATOMIC_SEQ_CST);
 	nanosleep(&settle, NULL); /* programs that picked the old map finish in microseconds */
 	ring_buffer__consume(s->rb);
-	s->announced = 0;
 	if (s->slots)
 		sampler_flush_blocks(s, fn, ctx);
 	rc = drain_map(fds[idle], kfds[idle], fn, ctx);
-	__atomic_store_n(&s->skel->bss->map_full[idle], 0, __ATOMIC_SEQ_CST); /* empty again */
+	/* empty again */
+	__atomic_store_n(&s->skel->bss->map_fill[idle], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->skel->bss->map_full[idle], 0, __ATOMIC_SEQ_CST);
 	return rc;
 }
 
 bool sampler_counts_filling(const struct sampler *s)
 {
-	return s->announced >= s->counts_max / 2;
+	__u32 active = __atomic_load_n(&s->skel->bss->active, __ATOMIC_ACQUIRE) & 1;
+
+	return __atomic_load_n(&s->skel->bss->map_fill[active], __ATOMIC_ACQUIRE) >=
+	       s->skel->rodata->counts_wake_at;
 }
 
 int sampler_name_kernel(struct sampler *s, uint64_t addr, char *buf, size_t len)

@@ -169,8 +169,8 @@ int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);
  * written before those counts are handled first, so every count's stack is
  * known when fn sees it. */
 int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx);
-/* Is the active counts map half full (by the new stacks announced since the
- * last drain)?  Then drain now: a full map counts nothing more. */
+/* Is the active counts map half full (by the keys the sampler added since
+ * the last drain)?  Then drain now: a full map counts nothing more. */
 bool sampler_counts_filling(const struct sampler *s);
 /* Name kernel address addr (a sampled pc or a return address) with the
  * kernel's own symbol lookup: buf gets the symbol's name, or "" when no
