@@ -920,14 +920,22 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	 * memory until it execs, and then is another program: not a copy */
 	pi = BPF_CORE_READ(child, mm) != BPF_CORE_READ(parent, mm) ?
 		     bpf_map_lookup_elem(&procs, &ptgid) : NULL;
-	/* told first: a child the loader would not hear of is left to be
-	 * announced when it runs, as any */
-	if (pi && is_profiled(ctgid) && (ev.gen = pi->gen, 1) &&
-	    bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0) {
+	/* The copy is written before the loader is told: the loader, on
+	 * another CPU, may read the event at once, and takes a child it does
+	 * not find in procs for one that exec'ed or ended meanwhile.  The
+	 * child does not run before this hook returns, so a copy the loader
+	 * could not be told of is taken back unseen, and the child is
+	 * announced when it runs, as any. */
+	if (pi && is_profiled(ctgid) && bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY) == 0) {
+		ev.gen = pi->gen;
 		nm = bpf_map_lookup_elem(&native_procs, &ptgid);
 		if (nm)
 			bpf_map_update_elem(&native_procs, &ctgid, nm, BPF_ANY);
-		changed |= bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY) == 0;
+		changed = true;
+		if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0)) {
+			bpf_map_delete_elem(&procs, &ctgid);
+			bpf_map_delete_elem(&native_procs, &ctgid);
+		}
 	}
 	if (changed)
 		__sync_fetch_and_add(&procs_epoch, 1);

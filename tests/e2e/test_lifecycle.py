@@ -311,6 +311,38 @@ def test_children_of_a_command_are_profiled_with_process_frames(tmp_path):
     assert len(pids) == 2, pids
 
 
+def test_every_forked_child_is_named_as_its_parents_copy(tmp_path):
+    """A forked child is profiled from birth with its parent's state, and
+    the loader, told (EV_FORK), takes it as its own, so its code objects
+    are named.  Two ways that failed, each leaving a child walked but never
+    named ("<unknown code>"):
+    - the sampler told the loader before it wrote the child's copy, and a
+      loader on the other CPU could look for the copy first and pass the
+      child over as one that had exec'ed (CI, once in ~40 loaded runs of
+      the two-children test);
+    - a child that ends before the loader gets to it (a busy loader, a
+      short child: a forking server's) could not be read any more; it is
+      named now from its parent, which holds the same code at the same
+      addresses.
+    80 children of 50 ms CPU each, beside two CPU burners: each one's
+    child_work is named, under its own pid and its parent's command line."""
+    python = SUPPORTED[-1][0]
+    pids = tmp_path / "pids.json"
+    out = tmp_path / "f.folded"
+    with cpu_burners():
+        r = run_pyperf(["-v", "-F", "499", "-o", str(out), "--", python,
+                        os.path.join(WORKLOADS, "fork_many.py"), "80", "0.05", str(pids)],
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    children = json.loads(pids.read_text())
+    stacks = parse_folded(out.read_text())
+    named = {int(f[0].split()[1]) for f, _ in stacks if "child_work" in names(f)}
+    missing = [c for c in children if c not in named]
+    assert not missing, (missing, r.stderr[-3000:])
+    labels = {f[0] for f, _ in stacks if int(f[0].split()[1]) in set(children)}
+    assert all(lab.endswith(f"fork_many.py 80 0.05 {pids}") for lab in labels), labels
+
+
 EXEC_SRC = """
 import os, sys, time
 def before_exec():

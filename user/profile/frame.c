@@ -25,6 +25,25 @@ struct func *func_unknown_code(uint64_t code)
 	return f;
 }
 
+struct func *func_dup(const struct func *f)
+{
+	struct func *d = malloc(sizeof(*d));
+
+	if (!d)
+		return NULL;
+	*d = *f;
+	d->name = f->name ? strdup(f->name) : NULL;
+	d->file = f->file ? strdup(f->file) : NULL;
+	d->lt = f->lt_len ? malloc(f->lt_len) : NULL;
+	if ((f->name && !d->name) || (f->file && !d->file) || (f->lt_len && !d->lt)) {
+		func_free(d);
+		return NULL;
+	}
+	if (f->lt_len)
+		memcpy(d->lt, f->lt, f->lt_len);
+	return d;
+}
+
 int func_line(const struct func *f, uint32_t instr)
 {
 	int line;

@@ -71,6 +71,9 @@ struct func *func_unknown_code(uint64_t code);
 /* Source line of the instruction at byte offset instr of a Python func
  * (UINT32_MAX: not started; the first line). */
 int func_line(const struct func *f, uint32_t instr);
+/* A copy of a Python func, its strings and line table its own; NULL: no
+ * memory. */
+struct func *func_dup(const struct func *f);
 void func_free(struct func *f);
 
 #endif

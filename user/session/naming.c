@@ -23,6 +23,8 @@ struct py_image {
 	struct py_types types;
 	uint32_t gen;
 	struct pyasync *async;       /* --async, once asyncio was found; NULL: none */
+	int copy_of;                 /* a forked copy: its parent, whose memory holds
+				      * the same objects (read once the copy is gone) */
 };
 
 static void image_free(void *v)
@@ -78,6 +80,7 @@ int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *
 	im->off = py->off;
 	im->types = py->types;
 	im->gen = gen;
+	im->copy_of = 0;
 	free(im->async); /* a new image: its asyncio is found afresh */
 	im->async = NULL;
 	describe(p, py->pid);
@@ -86,6 +89,45 @@ int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *
 		return -1;
 	pp->py_major = py->major;
 	pp->py_minor = py->minor;
+	return 0;
+}
+
+int naming_set_copy(struct naming *n, struct profile *p, int pid, int ppid, uint32_t gen)
+{
+	const struct py_image *parent = hmap_get(&n->python, &ppid, sizeof(ppid));
+	struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
+	const struct pproc *pparent;
+	struct pproc *pp;
+
+	if (!parent || parent->gen != gen)
+		return 0; /* the parent is another image by now: nothing to read */
+	if (!im) {
+		im = calloc(1, sizeof(*im));
+		if (!im || hmap_put(&n->python, &pid, sizeof(pid), im)) {
+			free(im);
+			return -1;
+		}
+		im->off = parent->off;
+		im->types = parent->types;
+		im->gen = gen;
+	} else if (im->gen != gen) {
+		return 0;
+	}
+	im->copy_of = ppid;
+	pp = profile_proc(p, pid);
+	pparent = hmap_get(&p->procs, &ppid, sizeof(ppid));
+	if (!pp)
+		return -1;
+	if (!pp->comm[0])
+		describe(p, pid);
+	/* gone already (a zombie's command line reads empty): its parent's
+	 * names, which were its own as a copy */
+	if (pparent && !pp->cmdline[0])
+		profile_describe_proc(p, pid, pparent->comm, pparent->cmdline);
+	if (pparent && !pp->py_major) {
+		pp->py_major = pparent->py_major;
+		pp->py_minor = pparent->py_minor;
+	}
 	return 0;
 }
 
@@ -196,6 +238,35 @@ static bool is_init_shim(const struct func *fn)
 	       !strcmp(fn->file, "__init__");
 }
 
+/* A forked copy (ended, or exec'ed, before it was named) ran code its parent
+ * ppid has at the same address (the check tells a code object made since
+ * apart): named as the parent named it, or from the parent's memory. */
+static struct func *name_from_parent(struct naming *n, struct profile *p, int ppid,
+				     const struct code_ref *c)
+{
+	const struct py_image *pim = hmap_get(&n->python, &ppid, sizeof(ppid));
+	const struct func *known = profile_code(p, ppid, c);
+
+	if (known)
+		return func_dup(known);
+	if (!pim || pim->gen != c->gen)
+		return NULL;
+	return pyread_code(ppid, c->addr, c->check, &pim->off, &pim->types, NULL);
+}
+
+/* fn, named for a copy of ppid, kept for ppid too: its other copies find
+ * it there once the copy and the parent are gone */
+static void keep_for_parent(struct profile *p, int ppid, const struct func *fn,
+			    const struct code_ref *c)
+{
+	struct func *d;
+
+	if (!hmap_get(&p->procs, &ppid, sizeof(ppid)) || profile_code(p, ppid, c))
+		return;
+	if ((d = func_dup(fn)))
+		(void)profile_keep_func(p, ppid, d, c);
+}
+
 /* the function of Python frame f of image gen, read once */
 static struct func *name_code(struct naming *n, struct profile *p, int pid, uint32_t gen,
 			      const struct py_frame *f)
@@ -234,6 +305,10 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 		fn = pyread_code(pid, f->code, f->check, &im->off, &im->types, seen ? &id : NULL);
 		if (!fn && seen) /* gone: named from what the walk saw */
 			fn = pyread_code_id(pid, &id, &im->off, &im->types);
+		if (!fn && im->copy_of)
+			fn = name_from_parent(n, p, im->copy_of, &c);
+		if (fn && im->copy_of)
+			keep_for_parent(p, im->copy_of, fn, &c);
 	}
 	if (fn)
 		return profile_keep_func(p, pid, fn, &c) ? NULL : fn;
@@ -346,10 +421,16 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	nn = 0;
 	for (uint32_t i = 0; i < walked; i++) {
 		uint64_t pc = s->native[i];
+		int owner = s->pid;
 
 		if (pc & NATIVE_PC_SCANNED) /* found by a scan of its callee's stack */
 			nat[nn++] = &merge_mark_scanned;
-		nat[nn++] = native_func(n->nat, s->pid, pc & ~NATIVE_PC_SCANNED, i == 0);
+		pc &= ~NATIVE_PC_SCANNED;
+		/* a forked copy whose mappings were never read (it ended
+		 * first): its parent's, which it inherited */
+		if (im && im->copy_of && im->gen == s->gen && !native_pc_mapped(n->nat, owner, pc))
+			owner = im->copy_of;
+		nat[nn++] = native_func(n->nat, owner, pc, i == 0);
 	}
 	if (nt)
 		nn = native_of_task(entry, np, nat, nn);

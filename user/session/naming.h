@@ -50,6 +50,13 @@ void naming_free(struct naming *n);
 /* pid is (now) the CPython image py, generation gen: its code objects are read
  * with py's offsets, and the profile's process entry gets its new names. */
 int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *py, uint32_t gen);
+/* pid is a forked copy of ppid's image gen (the sampler profiled it from its
+ * birth as its parent): should pid be gone (or exec'ed) before its code
+ * objects and native frames are named, they are named from ppid's memory
+ * and mappings, which hold the same at the same addresses.  Its process
+ * entry gets ppid's names if its own cannot be read.  Nothing is done
+ * where ppid is not that image (any more); -1: out of memory. */
+int naming_set_copy(struct naming *n, struct profile *p, int pid, int ppid, uint32_t gen);
 bool naming_is_python(const struct naming *n, int pid);
 /* the generation pid's current image was given, 0: none */
 uint32_t naming_gen(const struct naming *n, int pid);

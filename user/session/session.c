@@ -636,13 +636,29 @@ static void on_fork_event(void *ctx, int pid, int ppid, uint32_t gen)
 
 	/* the sampler dropped the copy at an exec (or the child ended): not
 	 * its parent's copy any more; its exec's event follows */
-	if (!sampler_has_proc(r->s, (uint32_t)pid))
+	if (!sampler_has_proc(r->s, (uint32_t)pid)) {
+		/* what it ran as the copy is named from its parent */
+		if (!(r->h->want && !r->h->want(r->h->ctx, pid, gen)))
+			(void)naming_set_copy(&r->names, &r->prof, pid, ppid, gen);
+		if (r->o->verbose)
+			say(r, "pid %d: forked by %d, exec'ed or ended before it was taken", pid, ppid);
 		return;
-	if (pyproc_inspect(pid, &py, err, sizeof(err)) != PYPROC_OK ||
-	    (r->h->want && !r->h->want(r->h->ctx, pid, gen)) || adopt(r, &py, gen)) {
+	}
+	if (r->h->want && !r->h->want(r->h->ctx, pid, gen)) {
 		sampler_forget(r->s, pid);
 		return;
 	}
+	if (pyproc_inspect(pid, &py, err, sizeof(err)) != PYPROC_OK || adopt(r, &py, gen)) {
+		/* it ended meanwhile (or cannot be read): what it ran till
+		 * now is named from its parent */
+		(void)naming_set_copy(&r->names, &r->prof, pid, ppid, gen);
+		if (r->o->verbose)
+			say(r, "pid %d: forked by %d, not taken as its copy", pid, ppid);
+		sampler_forget(r->s, pid);
+		return;
+	}
+	/* should it end before its stacks are named */
+	(void)naming_set_copy(&r->names, &r->prof, pid, ppid, gen);
 	if (r->o->verbose)
 		say(r, "pid %d: forked by %d, profiled from its birth", pid, ppid);
 }
