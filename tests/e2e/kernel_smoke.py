@@ -157,20 +157,28 @@ class Smoke:
 
     def qsort(self, name):
         stacks, _ = self.record(name, ["-F", "99"], ["qsort_cb.py", "4"])
-        inside = under = 0
+        inside = under = pending = 0
         for frames, n in stacks:
             fns = [func(x) for x in frames]
             if "compare" not in fns:
                 continue
             inside += n
+            pending += n if "[native pending]" in fns else 0
             q = [i for i, x in enumerate(fns) if "qsort" in x]  # qsort_r in glibc 2.36
             if "sort_many" in fns and q and fns.index("sort_many") < q[0] < fns.index("compare"):
                 under += n
         assert inside >= 30, f"{inside} samples in compare"
-        # the first samples come before the native tables are built
-        assert under >= 0.6 * inside, f"{under} of {inside} compare samples under qsort, " \
-                                      "under sort_many"
-        return {"compare": inside, "merged": under}
+        # The first samples come before the native tables are built, and
+        # say so ([native pending]): under emulation the worker may take
+        # half the run to reach libffi's table behind libpython's.  Those
+        # aside, the stacks merge; and the tables come in time for a
+        # quarter of the run at least.
+        assert under >= 0.8 * (inside - pending), \
+            f"{under} of {inside - pending} compare samples with their tables under qsort, " \
+            "under sort_many"
+        assert under >= 0.25 * inside, f"{under} of {inside} compare samples merged " \
+                                       f"({pending} before the tables)"
+        return {"compare": inside, "merged": under, "pending": pending}
 
     def leaks(self, name):
         w = subprocess.Popen([self.python, os.path.join(WORKLOADS, "leaky.py"), "2"],
