@@ -19,6 +19,7 @@
 #include "in_profile.h"
 #include "outfile.h"
 #include "output.h"
+#include "pdict.h"
 #include "profile.pb-c.h"
 
 #include <ctype.h>
@@ -320,55 +321,23 @@ out:
 /* ---- pprof: NEW less BASE scaled to NEW's total ---- */
 
 struct pp {
-	struct hmap strings, funcs, locs, samples;
-	char **strv;
-	size_t nstr, capstr;
-	Perftools__Profiles__Function **fv;
-	Perftools__Profiles__Location **lv;
-	size_t nf, nl, capf, capl;
+	struct pdict d;
+	struct hmap locs;            /* frame label -> location index */
+	struct hmap samples;         /* the frames' labels -> struct pp_sample * */
 	bool failed;
 };
 
-/* room in *v (*cap elements of size each) for one more after n; false: no memory */
-static bool grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	size_t c = *cap ? 2 * *cap : 64;
-	void *w;
-
-	if (n < *cap)
-		return true;
-	if (!(w = realloc(*v, c * size)))
-		return false;
-	*v = w;
-	*cap = c;
-	return true;
-}
-
-static int64_t pp_str(struct pp *p, const char *s)
-{
-	void *v = hmap_get(&p->strings, s, strlen(s));
-
-	if (v)
-		return (int64_t)(uintptr_t)v - 1;
-	if (!grow((void **)&p->strv, &p->capstr, p->nstr, sizeof(*p->strv)))
-		return p->failed = true, 0;
-	if (!(p->strv[p->nstr] = strdup(s)) ||
-	    hmap_put(&p->strings, s, strlen(s), (void *)(uintptr_t)(p->nstr + 1)))
-		return p->failed = true, 0;
-	return (int64_t)p->nstr++;
-}
-
 /* the location of a frame label: Python "name (file:line)", native "symbol
- * (binary)", anything else its name alone */
+ * (binary)", anything else its name alone; a function per label, as the
+ * label is all a folded or speedscope input has */
 static uint64_t pp_loc(struct pp *p, const char *label)
 {
 	char name[4096], file[4096] = "";
 	char *colon, *open;
 	long line = 0;
 	void *v = hmap_get(&p->locs, label, strlen(label));
-	Perftools__Profiles__Function *fn;
-	Perftools__Profiles__Location *loc;
-	Perftools__Profiles__Line *ln;
+	struct out_loc l = { .kind = OUT_LOC_MARK };
+	int32_t i;
 
 	if (v)
 		return (uint64_t)(uintptr_t)v;
@@ -376,48 +345,25 @@ static uint64_t pp_loc(struct pp *p, const char *label)
 	if ((colon = python_colon(name))) {
 		line = strtol(colon + 1, NULL, 10);
 		*colon = 0;
+		l.kind = OUT_LOC_PYTHON;
 	}
 	open = strrchr(name, '(');
 	if (name[strlen(name) - 1] == ')' || colon) {
 		if (open && open > name && open[-1] == ' ') {
 			snprintf(file, sizeof(file), "%.*s", (int)strcspn(open + 1, ")"), open + 1);
 			open[-1] = 0;
+			if (!colon)
+				l.kind = OUT_LOC_NATIVE;
 		}
 	}
-	fn = calloc(1, sizeof(*fn));
-	loc = calloc(1, sizeof(*loc));
-	ln = calloc(1, sizeof(*ln));
-	if (fn)
-		perftools__profiles__function__init(fn);
-	if (loc)
-		perftools__profiles__location__init(loc);
-	if (ln)
-		perftools__profiles__line__init(ln);
-	if (!fn || !loc || !ln || !(loc->line = calloc(1, sizeof(*loc->line))) ||
-	    !grow((void **)&p->fv, &p->capf, p->nf, sizeof(*p->fv)) ||
-	    !grow((void **)&p->lv, &p->capl, p->nl, sizeof(*p->lv))) {
-		if (loc)
-			free(loc->line);
-		free(fn);
-		free(loc);
-		free(ln);
+	l.name = name;
+	l.file = file;
+	l.firstline = (int)line;
+	l.line = line;
+	i = pdict_loc(&p->d, &l);
+	if (p->d.failed || hmap_put(&p->locs, label, strlen(label), (void *)(uintptr_t)i))
 		p->failed = true;
-		return 0;
-	}
-	fn->id = p->nf + 1;
-	fn->name = fn->system_name = pp_str(p, name);
-	fn->filename = pp_str(p, file);
-	fn->start_line = line;
-	loc->id = p->nl + 1;
-	ln->function_id = fn->id;
-	ln->line = line;
-	loc->line[0] = ln;
-	loc->n_line = 1;
-	p->fv[p->nf++] = fn;
-	p->lv[p->nl++] = loc;
-	if (hmap_put(&p->locs, label, strlen(label), (void *)(uintptr_t)loc->id))
-		p->failed = true;
-	return loc->id;
+	return (uint64_t)i;
 }
 
 struct pp_sample {
@@ -465,16 +411,18 @@ static int write_pprof(FILE *f, const struct in_profile *b, const struct in_prof
 	Perftools__Profiles__Sample **sv = NULL;
 	int64_t *values = NULL;
 	uint8_t *buf = NULL;
+	void *tables = NULL;
 	size_t ns = 0, len;
 	int rc = -1;
 
-	pp_str(&p, "");
+	if (pdict_init(&p.d))
+		goto out;
 	pp_add(&p, n, 1.0);
 	pp_add(&p, b, -n->total / b->total);
-	vt.type = pp_str(&p, n->unit[0] ? n->unit : "samples");
-	vt.unit = pp_str(&p, !strcmp(n->unit, "nanoseconds") ? "nanoseconds" :
-			     !strcmp(n->unit, "bytes") ? "bytes" : "count");
-	if (p.failed || !(sv = calloc(p.samples.len + 1, sizeof(*sv))) ||
+	vt.type = pdict_str(&p.d, n->unit[0] ? n->unit : "samples");
+	vt.unit = pdict_str(&p.d, !strcmp(n->unit, "nanoseconds") ? "nanoseconds" :
+				  !strcmp(n->unit, "bytes") ? "bytes" : "count");
+	if (p.failed || p.d.failed || !(sv = calloc(p.samples.len + 1, sizeof(*sv))) ||
 	    !(values = calloc(p.samples.len + 1, sizeof(*values))))
 		goto out;
 	hmap_for_each(&p.samples, e) {
@@ -495,12 +443,8 @@ static int write_pprof(FILE *f, const struct in_profile *b, const struct in_prof
 	prof.n_sample_type = 1;
 	prof.sample = sv;
 	prof.n_sample = ns;
-	prof.location = p.lv;
-	prof.n_location = p.nl;
-	prof.function = p.fv;
-	prof.n_function = p.nf;
-	prof.string_table = p.strv;
-	prof.n_string_table = p.nstr;
+	if (!(tables = pdict_to_pprof(&p.d, &prof)))
+		goto out;
 	len = perftools__profiles__profile__get_packed_size(&prof);
 	if (!(buf = malloc(len ? len : 1)))
 		goto out;
@@ -512,24 +456,13 @@ out:
 	free(sv);
 	free(values);
 	free(buf);
-	for (size_t i = 0; i < p.nl; i++) {
-		free(p.lv[i]->line[0]);
-		free(p.lv[i]->line);
-		free(p.lv[i]);
-	}
-	for (size_t i = 0; i < p.nf; i++)
-		free(p.fv[i]);
-	for (size_t i = 0; i < p.nstr; i++)
-		free(p.strv[i]);
-	free(p.lv);
-	free(p.fv);
-	free(p.strv);
+	free(tables);
+	pdict_free(&p.d);
 	hmap_for_each(&p.samples, e) {
 		free(((struct pp_sample *)e->val)->locs);
 		free(e->val);
 	}
 	hmap_free(&p.samples, NULL);
-	hmap_free(&p.strings, NULL);
 	hmap_free(&p.locs, NULL);
 	if (rc && !errno)
 		errno = ENOMEM;

@@ -139,22 +139,6 @@ size_t out_sample_locs(const struct out_ctx *c, const struct psample *s, struct 
 	return k;
 }
 
-size_t out_func_key_len(const struct out_loc *l)
-{
-	return 1 + sizeof(int) + strlen(l->name) + 1 + strlen(l->file);
-}
-
-size_t out_func_key(char *key, const struct out_loc *l)
-{
-	size_t nl = strlen(l->name), fl = strlen(l->file);
-
-	key[0] = (char)('a' + l->kind);
-	memcpy(key + 1, &l->firstline, sizeof(int));
-	memcpy(key + 1 + sizeof(int), l->name, nl + 1);
-	memcpy(key + 1 + sizeof(int) + nl + 1, l->file, fl);
-	return 1 + sizeof(int) + nl + 1 + fl;
-}
-
 struct psample **out_samples(const struct out_ctx *c, size_t *n)
 {
 	struct psample **v = profile_samples(c->prof, n);

@@ -1,7 +1,8 @@
 /* out_common.h - what every writer of a finished profile reads (struct
  * out_ctx) and the helpers they share: frame labels, synthetic root
  * frames, JSON strings and UTF-8, a sample's locations as pprof and OTLP
- * list them, gzip; and the writers themselves, one out_*.c file each.
+ * list them (pdict.h keeps their shared dictionary), gzip; and the writers
+ * themselves, one out_*.c file each.
  * output.h picks a writer by format; the writers never call back into it. */
 #ifndef PYPERF_OUT_COMMON_H
 #define PYPERF_OUT_COMMON_H
@@ -77,10 +78,6 @@ size_t out_sample_locs(const struct out_ctx *c, const struct psample *s, struct 
 		       size_t max);
 /* The most out_sample_locs gives. */
 #define OUT_MAX_LOCS (PYPERF_KSTACK_DEPTH + PYPERF_MAX_FRAMES + PYPERF_MAX_NATIVE + 8)
-/* The bytes that name l's function (kind, first line, name, file: a
- * hash key) into key, which must hold out_func_key_len(l); their number. */
-size_t out_func_key_len(const struct out_loc *l);
-size_t out_func_key(char *key, const struct out_loc *l);
 /* The samples every writer shows (profile_samples, limited to c->pid and
  * c->gen); the caller frees the array.  NULL when out of memory. */
 struct psample **out_samples(const struct out_ctx *c, size_t *n);

@@ -31,6 +31,7 @@
  * a hash of the start time and the process, not random. */
 #include "out_common.h"
 #include "otlp_profiles.pb-c.h"
+#include "pdict.h"
 #include "version.h"
 
 #include <errno.h>
@@ -80,7 +81,8 @@ struct res {
 struct builder {
 	const struct out_ctx *c;
 	struct chunk *arena;
-	struct table strings, attrs, funcs, maps, locs, stacks;
+	struct pdict d;              /* strings, functions, mappings, locations */
+	struct table attrs, stacks;
 	struct table res;            /* pid -> struct res * */
 	bool failed;
 };
@@ -152,11 +154,9 @@ static char *utf8_dup(struct builder *b, const char *s)
 
 static int32_t str_index(struct builder *b, const char *s)
 {
-	bool fresh;
-	int32_t i = table_index(b, &b->strings, s, strlen(s) + 1, &fresh);
+	int32_t i = pdict_str(&b->d, s);
 
-	if (fresh && !b->failed)
-		b->strings.v[i] = utf8_dup(b, s);
+	b->failed |= b->d.failed;
 	return i;
 }
 
@@ -207,111 +207,6 @@ static int32_t *one_index(struct builder *b, int32_t i)
 	if (p)
 		*p = i;
 	return p;
-}
-
-static int32_t func_index(struct builder *b, const struct out_loc *l)
-{
-	size_t klen = out_func_key_len(l);
-	char *key = alloc(b, klen);
-	Function *f;
-	bool fresh;
-	int32_t i;
-
-	if (!key)
-		return 0;
-	out_func_key(key, l);
-	i = table_index(b, &b->funcs, key, klen, &fresh);
-	if (!fresh || !(f = alloc(b, sizeof(*f))))
-		return i;
-	otlp__function__init(f);
-	f->name_strindex = f->system_name_strindex = str_index(b, l->name);
-	f->filename_strindex = str_index(b, l->file);
-	f->start_line = l->firstline;
-	b->funcs.v[i] = f;
-	return i;
-}
-
-static int32_t map_index(struct builder *b, const struct binary *bin)
-{
-	bool fresh;
-	int32_t i = table_index(b, &b->maps, &bin, sizeof(bin), &fresh);
-	Mapping *m;
-
-	if (!fresh || !(m = alloc(b, sizeof(*m))))
-		return i;
-	otlp__mapping__init(m);
-	m->memory_start = bin->lo;
-	m->memory_limit = bin->hi;
-	m->file_offset = bin->offset;
-	m->filename_strindex = str_index(b, bin->path);
-	if (bin->build_id[0]) {
-		m->attribute_indices =
-			one_index(b, attr_index(b, "process.executable.build_id.gnu", bin->build_id, 0));
-		m->n_attribute_indices = 1;
-	}
-	b->maps.v[i] = m;
-	return i;
-}
-
-struct loc_key {
-	int32_t func, mapping;
-	int64_t line;
-	uint64_t address;
-	int32_t type;
-};
-
-static int32_t loc_index(struct builder *b, int32_t func, int64_t line, int32_t mapping,
-			 uint64_t address, const char *type)
-{
-	struct loc_key k;
-	bool fresh;
-	int32_t i;
-	Location *l;
-	Line *ln;
-	Line **lines;
-
-	memset(&k, 0, sizeof(k)); /* the padding too: the key is its bytes */
-	k.func = func;
-	k.mapping = mapping;
-	k.line = line;
-	k.address = address;
-	k.type = type ? attr_index(b, "profile.frame.type", type, 0) : 0;
-	i = table_index(b, &b->locs, &k, sizeof(k), &fresh);
-	if (!fresh)
-		return i;
-	l = alloc(b, sizeof(*l));
-	ln = alloc(b, sizeof(*ln));
-	lines = alloc(b, sizeof(*lines));
-	if (!l || !ln || !lines)
-		return i;
-	otlp__location__init(l);
-	otlp__line__init(ln);
-	ln->function_index = func;
-	ln->line = line;
-	lines[0] = ln;
-	l->mapping_index = mapping;
-	l->address = address;
-	l->n_lines = 1;
-	l->lines = lines;
-	if (k.type) {
-		l->attribute_indices = one_index(b, k.type);
-		l->n_attribute_indices = 1;
-	}
-	b->locs.v[i] = l;
-	return i;
-}
-
-/* the index of location l, with its frame type: native ones in a known
- * binary carry its mapping */
-static int32_t location(struct builder *b, const struct out_loc *l)
-{
-	static const char *const types[] = {
-		[OUT_LOC_KERNEL] = "kernel", [OUT_LOC_PYTHON] = "cpython",
-		[OUT_LOC_NATIVE] = "native", [OUT_LOC_MARK] = NULL,
-	};
-
-	return loc_index(b, func_index(b, l), l->line, l->bin ? map_index(b, l->bin) : 0, l->addr,
-			 types[l->kind]);
 }
 
 static int32_t stack_index(struct builder *b, const int32_t *locs, size_t n)
@@ -398,7 +293,8 @@ static void add_samples(struct builder *b)
 		size_t k = out_sample_locs(b->c, v[i], locs, OUT_MAX_LOCS);
 
 		for (size_t j = 0; j < k; j++)
-			ids[j] = location(b, &locs[j]);
+			ids[j] = pdict_loc(&b->d, &locs[j]);
+		b->failed |= b->d.failed;
 		add_sample(b, v[i], stack_index(b, ids, k));
 	}
 out:
@@ -502,6 +398,81 @@ static Profile *profile(struct builder *b, struct res *r, int64_t period)
 	return p;
 }
 
+/* the dictionary's functions, mappings and locations as OTLP's, each
+ * location with its profile.frame.type, each mapping with its build-id */
+static void dict_tables(struct builder *b, Dictionary *dict)
+{
+	static const char *const types[] = {
+		[OUT_LOC_KERNEL] = "kernel", [OUT_LOC_PYTHON] = "cpython",
+		[OUT_LOC_NATIVE] = "native", [OUT_LOC_MARK] = NULL,
+	};
+	const struct pdict *d = &b->d;
+	Function **fv = alloc(b, d->nfunc * sizeof(*fv));
+	Mapping **mv = alloc(b, d->nmap * sizeof(*mv));
+	Location **lv = alloc(b, d->nloc * sizeof(*lv));
+
+	for (size_t i = 0; fv && i < d->nfunc && !b->failed; i++) {
+		if (!(fv[i] = alloc(b, sizeof(**fv))))
+			return;
+		otlp__function__init(fv[i]);
+		fv[i]->name_strindex = fv[i]->system_name_strindex = d->func[i].name;
+		fv[i]->filename_strindex = d->func[i].file;
+		fv[i]->start_line = d->func[i].start_line;
+	}
+	for (size_t i = 0; mv && i < d->nmap && !b->failed; i++) {
+		const struct binary *bin = d->map[i].bin;
+
+		if (!(mv[i] = alloc(b, sizeof(**mv))))
+			return;
+		otlp__mapping__init(mv[i]);
+		if (!bin)
+			continue; /* the zero entry */
+		mv[i]->memory_start = bin->lo;
+		mv[i]->memory_limit = bin->hi;
+		mv[i]->file_offset = bin->offset;
+		mv[i]->filename_strindex = d->map[i].file;
+		if (bin->build_id[0]) {
+			mv[i]->attribute_indices = one_index(
+				b, attr_index(b, "process.executable.build_id.gnu", bin->build_id, 0));
+			mv[i]->n_attribute_indices = 1;
+		}
+	}
+	for (size_t i = 0; lv && i < d->nloc && !b->failed; i++) {
+		const struct pdict_loc *x = &d->loc[i];
+		Line *ln = alloc(b, sizeof(*ln));
+		Line **lines = alloc(b, sizeof(*lines));
+
+		if (!(lv[i] = alloc(b, sizeof(**lv))) || !ln || !lines)
+			return;
+		otlp__location__init(lv[i]);
+		if (!i)
+			continue; /* the zero entry */
+		otlp__line__init(ln);
+		ln->function_index = x->func;
+		ln->line = x->line;
+		lines[0] = ln;
+		lv[i]->mapping_index = x->map;
+		lv[i]->address = x->addr;
+		lv[i]->n_lines = 1;
+		lv[i]->lines = lines;
+		if (types[x->kind]) {
+			lv[i]->attribute_indices =
+				one_index(b, attr_index(b, "profile.frame.type", types[x->kind], 0));
+			lv[i]->n_attribute_indices = 1;
+		}
+	}
+	if (!fv || !mv || !lv) {
+		b->failed = true;
+		return;
+	}
+	dict->function_table = fv;
+	dict->n_function_table = d->nfunc;
+	dict->mapping_table = mv;
+	dict->n_mapping_table = d->nmap;
+	dict->location_table = lv;
+	dict->n_location_table = d->nloc;
+}
+
 static int encode(struct builder *b, FILE *f, int64_t period)
 {
 	Request req = OTLP__PROFILES_REQUEST__INIT;
@@ -514,6 +485,7 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	uint8_t *buf;
 	int rc = 0;
 
+	dict_tables(b, &dict);
 	gethostname(host, sizeof(host) - 1);
 	scope.name = "pyperf-bpf";
 	scope.version = PYPERF_VERSION;
@@ -543,16 +515,10 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	otlp__link__init(link);
 	req.resource_profiles = rp;
 	req.n_resource_profiles = b->res.n;
-	dict.string_table = (char **)b->strings.v;
-	dict.n_string_table = b->strings.n;
+	dict.string_table = b->d.str; /* every string is in by now */
+	dict.n_string_table = b->d.nstr;
 	dict.attribute_table = (KeyValueAndUnit **)b->attrs.v;
 	dict.n_attribute_table = b->attrs.n;
-	dict.function_table = (Function **)b->funcs.v;
-	dict.n_function_table = b->funcs.n;
-	dict.mapping_table = (Mapping **)b->maps.v;
-	dict.n_mapping_table = b->maps.n;
-	dict.location_table = (Location **)b->locs.v;
-	dict.n_location_table = b->locs.n;
 	dict.stack_table = (Stack **)b->stacks.v;
 	dict.n_stack_table = b->stacks.n;
 	dict.link_table = &link;
@@ -575,30 +541,19 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	return rc;
 }
 
-/* entry 0 of every table: the zero value */
+/* entry 0 of every table: the zero value (the dictionary has its own) */
 static void zero_entries(struct builder *b)
 {
-	Function *f = alloc(b, sizeof(*f));
-	Mapping *m = alloc(b, sizeof(*m));
-	Location *l = alloc(b, sizeof(*l));
 	Stack *s = alloc(b, sizeof(*s));
 	KeyValueAndUnit *a = alloc(b, sizeof(*a));
 	bool fresh;
 
-	str_index(b, "");
-	if (!f || !m || !l || !s || !a)
+	if (pdict_init(&b->d))
+		b->failed = true;
+	if (!s || !a)
 		return;
-	otlp__function__init(f);
-	otlp__mapping__init(m);
-	otlp__location__init(l);
 	otlp__stack__init(s);
 	otlp__key_value_and_unit__init(a);
-	table_index(b, &b->funcs, "", 1, &fresh);
-	b->funcs.v[0] = f;
-	table_index(b, &b->maps, "", 1, &fresh);
-	b->maps.v[0] = m;
-	table_index(b, &b->locs, "", 1, &fresh);
-	b->locs.v[0] = l;
 	table_index(b, &b->stacks, "", 1, &fresh);
 	b->stacks.v[0] = s;
 	table_index(b, &b->attrs, "", 1, &fresh);
@@ -630,11 +585,8 @@ int out_otlp(FILE *f, const struct out_ctx *c)
 		free(r);
 	}
 	table_free(&b.res);
-	table_free(&b.strings);
+	pdict_free(&b.d);
 	table_free(&b.attrs);
-	table_free(&b.funcs);
-	table_free(&b.maps);
-	table_free(&b.locs);
 	table_free(&b.stacks);
 	while (b.arena) {
 		struct chunk *k = b.arena->next;

@@ -26,6 +26,7 @@
  * indices are given in the order of the (stable) sample list and the gzip
  * header has no time stamp, so equal profiles give equal files. */
 #include "out_common.h"
+#include "pdict.h"
 #include "profile.pb-c.h"
 
 #include <errno.h>
@@ -70,143 +71,15 @@ static int vec_push(struct vec *a, void *p)
 
 struct builder {
 	const struct out_ctx *c;
-	struct vec strings;          /* char *, owned */
-	struct hmap string_ids;      /* string -> index + 1 */
-	struct vec funcs, locs, maps, samples, labels;
-	struct hmap func_ids;        /* key -> id */
-	struct hmap loc_ids;
-	struct hmap map_ids;         /* struct binary * -> id */
+	struct pdict d;              /* strings, functions, mappings, locations */
+	struct vec samples, labels;
 	struct hmap sample_ids;      /* (pid, tid, location ids) -> Sample * */
 	bool failed;
 };
 
-/* a malloc'd copy of s, made UTF-8 (out_utf8_clean) */
-static char *utf8_copy(const char *s)
-{
-	char *out = malloc(strlen(s) * 3 + 1);
-
-	if (out)
-		out_utf8_clean(out, s);
-	return out;
-}
-
-/* the string table index of s, added on first use */
 static int64_t str_id(struct builder *b, const char *s)
 {
-	size_t len = strlen(s) + 1; /* with the NUL: "" is a key too */
-	uintptr_t id = (uintptr_t)hmap_get(&b->string_ids, s, len);
-
-	if (id)
-		return (int64_t)id - 1;
-	id = b->strings.n + 1;
-	if (vec_push(&b->strings, utf8_copy(s)) ||
-	    hmap_put(&b->string_ids, s, len, (void *)id)) {
-		b->failed = true;
-		return 0;
-	}
-	return (int64_t)id - 1;
-}
-
-/* the id of l's Function (kind, name, file, first line), made on first use */
-static uint64_t func_id(struct builder *b, const struct out_loc *l)
-{
-	size_t klen = out_func_key_len(l);
-	char *key = malloc(klen);
-	uintptr_t id;
-	Function *f;
-
-	if (!key) {
-		b->failed = true;
-		return 0;
-	}
-	out_func_key(key, l);
-	id = (uintptr_t)hmap_get(&b->func_ids, key, klen);
-	if (!id) {
-		f = malloc(sizeof(*f));
-		if (f) {
-			perftools__profiles__function__init(f);
-			f->id = b->funcs.n + 1;
-			f->name = f->system_name = str_id(b, l->name);
-			f->filename = str_id(b, l->file);
-			f->start_line = l->firstline;
-		}
-		id = b->funcs.n + 1;
-		if (vec_push(&b->funcs, f) || hmap_put(&b->func_ids, key, klen, (void *)id))
-			b->failed = true;
-	}
-	free(key);
-	return id;
-}
-
-static uint64_t map_id(struct builder *b, const struct binary *bin)
-{
-	uintptr_t id = (uintptr_t)hmap_get(&b->map_ids, &bin, sizeof(bin));
-	Mapping *m;
-
-	if (id)
-		return id;
-	m = malloc(sizeof(*m));
-	if (m) {
-		perftools__profiles__mapping__init(m);
-		m->id = b->maps.n + 1;
-		m->memory_start = bin->lo;
-		m->memory_limit = bin->hi;
-		m->file_offset = bin->offset;
-		m->filename = str_id(b, bin->path);
-		m->build_id = str_id(b, bin->build_id);
-		m->has_functions = m->has_filenames = true;
-	}
-	id = b->maps.n + 1;
-	if (vec_push(&b->maps, m) || hmap_put(&b->map_ids, &bin, sizeof(bin), (void *)id))
-		b->failed = true;
-	return id;
-}
-
-struct loc_key {
-	uint64_t func;
-	int64_t line;
-	uint64_t mapping, address;
-};
-
-/* a Location and its one Line, in one allocation (freed as the Location) */
-struct loc_box {
-	Location loc;
-	Line *linep;
-	Line line;
-};
-
-static uint64_t loc_id(struct builder *b, uint64_t func, int64_t line, uint64_t mapping,
-		       uint64_t address)
-{
-	struct loc_key k = { func, line, mapping, address };
-	uintptr_t id = (uintptr_t)hmap_get(&b->loc_ids, &k, sizeof(k));
-	struct loc_box *x;
-
-	if (id)
-		return id;
-	id = b->locs.n + 1;
-	x = malloc(sizeof(*x));
-	if (x) {
-		perftools__profiles__location__init(&x->loc);
-		perftools__profiles__line__init(&x->line);
-		x->line.function_id = func;
-		x->line.line = line;
-		x->linep = &x->line;
-		x->loc.id = id;
-		x->loc.mapping_id = mapping;
-		x->loc.address = address;
-		x->loc.n_line = 1;
-		x->loc.line = &x->linep;
-	}
-	if (vec_push(&b->locs, x) || hmap_put(&b->loc_ids, &k, sizeof(k), (void *)id))
-		b->failed = true;
-	return id;
-}
-
-/* the id of location l: native ones in a known binary carry its mapping */
-static uint64_t location(struct builder *b, const struct out_loc *l)
-{
-	return loc_id(b, func_id(b, l), l->line, l->bin ? map_id(b, l->bin) : 0, l->addr);
+	return pdict_str(&b->d, s);
 }
 
 static Label *new_label(struct builder *b, const char *key, const char *str, int64_t num)
@@ -304,11 +177,11 @@ static void add_samples(struct builder *b, int64_t period)
 		b->failed = true;
 		goto out;
 	}
-	for (size_t i = 0; i < n && !b->failed; i++) {
+	for (size_t i = 0; i < n && !b->failed && !b->d.failed; i++) {
 		size_t k = out_sample_locs(b->c, v[i], locs, OUT_MAX_LOCS);
 
 		for (size_t j = 0; j < k; j++)
-			ids[j] = location(b, &locs[j]);
+			ids[j] = (uint64_t)pdict_loc(&b->d, &locs[j]);
 		add_sample(b, v[i], ids, k, period);
 	}
 out:
@@ -350,8 +223,81 @@ static int pack_and_write(FILE *f, const ProtobufCMessage *m)
 	return rc;
 }
 
+void *pdict_to_pprof(const struct pdict *d, struct Perftools__Profiles__Profile *p)
+{
+	size_t nf = d->nfunc - 1, nl = d->nloc - 1, nm = d->nmap - 1;
+	size_t size = nf * (sizeof(Function) + sizeof(Function *)) +
+		      nl * (sizeof(Location) + sizeof(Line) + sizeof(Line *) + sizeof(Location *)) +
+		      nm * (sizeof(Mapping) + sizeof(Mapping *));
+	char *mem = malloc(size ? size : 1), *at = mem;
+	Function *f = (Function *)at, **fp;
+	Location *l;
+	Line *ln, **lnp;
+	Mapping *m, **mp;
+	Location **lp;
+
+	if (!mem)
+		return NULL;
+	l = (Location *)(f + nf);
+	ln = (Line *)(l + nl);
+	m = (Mapping *)(ln + nl);
+	fp = (Function **)(m + nm);
+	lp = (Location **)(fp + nf);
+	lnp = (Line **)(lp + nl);
+	mp = (Mapping **)(lnp + nl);
+	for (size_t i = 0; i < nf; i++) { /* pprof's ids are the dictionary's indices */
+		const struct pdict_func *x = &d->func[i + 1];
+
+		perftools__profiles__function__init(&f[i]);
+		f[i].id = i + 1;
+		f[i].name = f[i].system_name = x->name;
+		f[i].filename = x->file;
+		f[i].start_line = x->start_line;
+		fp[i] = &f[i];
+	}
+	for (size_t i = 0; i < nm; i++) {
+		const struct pdict_map *x = &d->map[i + 1];
+
+		perftools__profiles__mapping__init(&m[i]);
+		m[i].id = i + 1;
+		m[i].memory_start = x->bin->lo;
+		m[i].memory_limit = x->bin->hi;
+		m[i].file_offset = x->bin->offset;
+		m[i].filename = x->file;
+		m[i].build_id = x->build_id;
+		m[i].has_functions = m[i].has_filenames = true;
+		mp[i] = &m[i];
+	}
+	for (size_t i = 0; i < nl; i++) {
+		const struct pdict_loc *x = &d->loc[i + 1];
+
+		perftools__profiles__location__init(&l[i]);
+		perftools__profiles__line__init(&ln[i]);
+		ln[i].function_id = (uint64_t)x->func;
+		ln[i].line = x->line;
+		lnp[i] = &ln[i];
+		l[i].id = i + 1;
+		l[i].mapping_id = (uint64_t)x->map;
+		l[i].address = x->addr;
+		l[i].n_line = 1;
+		l[i].line = &lnp[i];
+		lp[i] = &l[i];
+	}
+	p->n_function = nf;
+	p->function = fp;
+	p->n_location = nl;
+	p->location = lp;
+	p->n_mapping = nm;
+	p->mapping = mp;
+	p->n_string_table = d->nstr;
+	p->string_table = d->str;
+	return mem;
+}
+
 static int encode(struct builder *b, FILE *f, int64_t period)
 {
+	void *tables;
+	int rc;
 	Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
 	ValueType count = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	ValueType cpu = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
@@ -372,7 +318,7 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	aspace.unit = str_id(b, "bytes");
 	iobj.type = str_id(b, "inuse_objects");
 	iobj.unit = str_id(b, "count");
-	if (b->failed) {
+	if (b->failed || b->d.failed) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -391,19 +337,17 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 	p.period = mode_desc(b->c->mode)->periodic ? period : 0;
 	p.n_sample = b->samples.n;
 	p.sample = (Sample **)b->samples.v;
-	p.n_mapping = b->maps.n;
-	p.mapping = (Mapping **)b->maps.v;
-	p.n_location = b->locs.n;
-	p.location = (Location **)b->locs.v;
-	p.n_function = b->funcs.n;
-	p.function = (Function **)b->funcs.v;
-	p.n_string_table = b->strings.n;
-	p.string_table = (char **)b->strings.v;
 	p.time_nanos = (int64_t)b->c->start_unix_ns;
 	p.duration_nanos = (int64_t)(b->c->duration_s * 1e9);
 	p.n_comment = 1;
 	p.comment = &comment;
-	return pack_and_write(f, &p.base);
+	if (!(tables = pdict_to_pprof(&b->d, &p))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = pack_and_write(f, &p.base);
+	free(tables);
+	return rc;
 }
 
 int out_pprof(FILE *f, const struct out_ctx *c)
@@ -414,19 +358,15 @@ int out_pprof(FILE *f, const struct out_ctx *c)
 
 	memset(&b, 0, sizeof(b));
 	b.c = c;
-	str_id(&b, ""); /* index 0 is the empty string */
+	if (pdict_init(&b.d)) {
+		errno = ENOMEM;
+		return -1;
+	}
 	add_samples(&b, period);
-	rc = b.failed ? (errno = ENOMEM, -1) : encode(&b, f, period);
-	free_vec(&b.strings, free);
-	free_vec(&b.funcs, free);
-	free_vec(&b.locs, free);
-	free_vec(&b.maps, free);
+	rc = b.failed || b.d.failed ? (errno = ENOMEM, -1) : encode(&b, f, period);
+	pdict_free(&b.d);
 	free_vec(&b.samples, free_sample);
 	free_vec(&b.labels, free);
-	hmap_free(&b.string_ids, NULL);
-	hmap_free(&b.func_ids, NULL);
-	hmap_free(&b.loc_ids, NULL);
-	hmap_free(&b.map_ids, NULL);
 	hmap_free(&b.sample_ids, NULL);
 	return rc;
 }
