@@ -154,8 +154,15 @@ enum py_stack_kind {
 enum py_gil_in {
 	GIL_UNKNOWN = 0,
 	GIL_IN_RUNTIME = 1,          /* _PyRuntime.ceval.gil (3.8-3.11) */
-	GIL_IN_INTERP = 2,           /* the main interpreter's own _gil (3.12+) */
+	GIL_IN_INTERP = 2,           /* the thread's interpreter's own _gil (3.12+),
+				      * else the main one's (py_state.h) */
 };
+
+/* PyThreadState begins prev, next, interp in every version; and from 3.12
+ * _PyRuntime.interpreters holds the main interpreter right after the head
+ * of its list (the newest) */
+#define PY_TSTATE_INTERP 16
+#define PY_RUNTIME_MAIN_AFTER_HEAD 8
 
 /* How the sampler finds the asyncio task a thread is running (--async),
  * per process: the loader fills it once the process has imported asyncio

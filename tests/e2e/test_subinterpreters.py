@@ -118,6 +118,32 @@ def test_python_only_keeps_both_interpreters_frames_in_order(python, tmp_path):
 
 
 @subinterpreter_pythons()
+def test_gil_keeps_whoever_holds_their_own_interpreters_gil(python, tmp_path):
+    """--gil keeps a sample of a thread that holds the GIL of the
+    interpreter it runs in.  Each subinterpreter here has a GIL of its own
+    (every version's API makes them so by default), so the main thread and
+    both subinterpreters' threads all run at once, each holding its GIL:
+    --gil keeps each part's share of the workload's own clock, and both
+    subinterpreters.  The check used to read the GIL of the newest
+    interpreter for every thread, and kept that interpreter's samples alone
+    (the main thread's none)."""
+    stacks, truth = record(python[0], tmp_path, extra=["--gil"])
+    main = sum(c for f, c in stacks if "crunch_main" in names(f))
+    per_sub = {}
+    for f, c in stacks:
+        if "crunch_sub" in names(f):
+            for m in (x for x in names(f) if x.startswith("<interpreter ")):
+                per_sub[int(m[13:-1])] = per_sub.get(int(m[13:-1]), 0) + c
+    assert set(per_sub) == set(truth["ids"]), (per_sub, truth["ids"])
+    total_sub = sum(per_sub.values())
+    want = sum(truth["subs"]) / (sum(truth["subs"]) + truth["main"])
+    got = total_sub / (total_sub + main)
+    # 3 standard errors of the sample count, and 4 points for the clock
+    bound = 3 * (want * (1 - want) / (total_sub + main)) ** 0.5 + 0.04
+    assert abs(got - want) < bound, (got, want, main, per_sub, truth)
+
+
+@subinterpreter_pythons()
 def test_dump_lists_both_interpreters_frames(python, tmp_path):
     """dump --json from the workload's start until both threads run their
     subinterpreters (a dump that found no thread to list, as while an

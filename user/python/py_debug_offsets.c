@@ -569,6 +569,12 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 		o.gc_in = GIL_IN_INTERP;
 		o.gc_collecting = (__u16)(r.val[U_GC] + r.val[U_GC_COLLECTING]);
 	}
+	/* both are read in the thread's own interpreter, through
+	 * PyThreadState.interp at the place py_state.h knows it */
+	if (optional_offset(&r, "thread_state.interp") != PY_TSTATE_INTERP) {
+		o.gil_in = o.gc_in = GIL_UNKNOWN;
+		o.gc_collecting = PYPERF_NO_OFFSET;
+	}
 	/* asyncio's two (--async): optional, a value we cannot use only turns
 	 * async stacks off; 3.13 publishes no gen_object section, the value
 	 * measured from its headers stands in */
