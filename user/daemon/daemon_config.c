@@ -3,6 +3,7 @@
 #include "daemon_config.h"
 #include "options.h"
 #include "session.h"
+#include "sink.h"
 #include "errmsg.h"
 #include "mode.h"
 #include "pyperf.h"
@@ -96,15 +97,8 @@ static int check_cfg(const struct daemon_cfg *c, char *err, size_t errlen)
 {
 	regex_t re;
 
-	if (!c->dir[0] && !c->push[0] && !c->otlp[0]) {
-		set_err(err, errlen, "no sink: give --dir DIR, --push URL and/or --otlp URL");
+	if (!sinks_asked(c, err, errlen) || sinks_check(c, err, errlen))
 		return -1;
-	}
-	if (strcmp(c->otlp_protocol, "http/protobuf") && strcmp(c->otlp_protocol, "grpc")) {
-		set_err(err, errlen, "--otlp-protocol: http/protobuf or grpc, not '%.100s'",
-			c->otlp_protocol);
-		return -1;
-	}
 	if (c->match[0]) {
 		if (regcomp(&re, c->match, REG_EXTENDED | REG_NOSUB)) {
 			set_err(err, errlen, "--match: not a regular expression: '%s'", c->match);

@@ -56,7 +56,7 @@ struct daemon {
 	const struct daemon_setting *args; /* from the command line, in order */
 	int nargs;
 	struct daemon_select sel;    /* which processes, their application names */
-	struct sink *sinks[3];       /* dir, push, otlp: those asked for */
+	struct sink *sinks[SINK_KINDS_MAX]; /* those asked for, in sink_kinds' order */
 	size_t nsinks;
 	char host[256];
 	double interval_start;       /* seconds since the recording started */
@@ -355,12 +355,12 @@ static void on_hup(void *ctx)
 	    c.fault_bytes != d->cfg.fault_bytes ||
 	    c.no_kernel != d->cfg.no_kernel ||
 	    c.python_only != d->cfg.python_only || strcmp(c.log, d->cfg.log) ||
-	    strcmp(c.spool, d->cfg.spool) || !c.push[0] != !d->cfg.push[0] ||
-	    !c.otlp[0] != !d->cfg.otlp[0] || !c.dir[0] != !d->cfg.dir[0] ||
-	    strcmp(c.otlp_protocol, d->cfg.otlp_protocol)) {
-		dlog(DLOG_WARN, "reload: frequency, mode, frame kinds, log, spool directory and turning "
-		     "--dir, --push or --otlp on or off, and --otlp-protocol take a restart; the rest "
-		     "is applied");
+	    strcmp(c.spool, d->cfg.spool) || sinks_restart_differs(&c, &d->cfg)) {
+		char sinks[256];
+
+		sinks_restart_settings(sinks, sizeof(sinks));
+		dlog(DLOG_WARN, "reload: frequency, mode, frame kinds, log, spool directory and %s "
+		     "take a restart; the rest is applied", sinks);
 		c.freq = d->cfg.freq;
 		c.mode = d->cfg.mode;
 		c.fault_bytes = d->cfg.fault_bytes;
@@ -370,10 +370,7 @@ static void on_hup(void *ctx)
 		c.python_only = d->cfg.python_only;
 		memcpy(c.log, d->cfg.log, sizeof(c.log));
 		memcpy(c.spool, d->cfg.spool, sizeof(c.spool));
-		memcpy(c.push, d->cfg.push, sizeof(c.push));
-		memcpy(c.otlp, d->cfg.otlp, sizeof(c.otlp));
-		memcpy(c.otlp_protocol, d->cfg.otlp_protocol, sizeof(c.otlp_protocol));
-		memcpy(c.dir, d->cfg.dir, sizeof(c.dir));
+		sinks_restart_keep(&c, &d->cfg);
 	}
 	for (size_t i = 0; i < d->nsinks; i++)
 		d->sinks[i]->ops->configure(d->sinks[i], &c);
@@ -399,9 +396,6 @@ static void close_sinks(struct daemon *d)
 int daemon_run(const char *config_path, const struct daemon_setting *args, int nargs)
 {
 	struct daemon d;
-	struct sink *(*const opens[])(const struct daemon_cfg *, char *, size_t) = {
-		sink_dir_open, sink_pyroscope_open, sink_otlp_open,
-	};
 	struct session_opts o;
 	struct session_hooks h = { .on_drain = on_drain, .want = want, .on_hup = on_hup,
 				   .on_message = on_message, .on_pruned = on_pruned,
@@ -423,8 +417,8 @@ int daemon_run(const char *config_path, const struct daemon_setting *args, int n
 			strerror(errno));
 		return 1;
 	}
-	for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
-		struct sink *s = opens[i](&d.cfg, err, sizeof(err));
+	for (size_t i = 0; i < nsink_kinds; i++) {
+		struct sink *s = sink_kinds[i]->open(&d.cfg, err, sizeof(err));
 
 		if (s) {
 			d.sinks[d.nsinks++] = s;

@@ -9,10 +9,12 @@
  *   sink_otlp.c       --otlp URL: one OTLP profiles Export request per
  *                     interval holding every process (out_otlp.c), gzipped,
  *                     to an OTLP/HTTP receiver, through a spool of its own.
- * A failure is logged (dlog.c): a lost profile never stops the daemon. */
+ * A failure is logged (dlog.c): a lost profile never stops the daemon.
+ * Each file defines its struct sink_kind; sinks.c lists them. */
 #ifndef PYPERF_SINK_H
 #define PYPERF_SINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,10 +82,39 @@ struct spool_sink {
 void spool_sink_stats(struct sink *s, struct spool_stats *st);
 size_t spool_sink_close(struct sink *s);
 
-/* The sinks cfg asks for, each NULL when not asked for, or with a message in
- * err when it cannot start (then the daemon does not either). */
-struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen);
-struct sink *sink_pyroscope_open(const struct daemon_cfg *cfg, char *err, size_t errlen);
-struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errlen);
+/* A kind of sink: its own file defines its row, and sinks.c lists it (one
+ * line).  The daemon asks the rows whether any sink is asked for, checks
+ * their settings, opens them, and keeps what only a restart may change. */
+struct sink_kind {
+	const char *option;          /* what turns it on: "--dir DIR" */
+	const char *restart_note;    /* its settings a restart takes besides
+				      * turning it on or off ("--otlp-protocol"),
+				      * or NULL */
+	/* does c ask for it */
+	bool (*asked)(const struct daemon_cfg *c);
+	/* its settings' own checks (NULL: none); 0, or -1 with a message */
+	int (*check)(const struct daemon_cfg *c, char *err, size_t errlen);
+	/* do the settings only a restart applies differ, and put was's back */
+	bool (*restart_differs)(const struct daemon_cfg *now, const struct daemon_cfg *was);
+	void (*keep)(struct daemon_cfg *now, const struct daemon_cfg *was);
+	/* the sink, NULL when not asked for, or with a message in err when it
+	 * cannot start (then the daemon does not either) */
+	struct sink *(*open)(const struct daemon_cfg *cfg, char *err, size_t errlen);
+};
+
+/* every kind, in the order the daemon opens them (sinks.c) */
+extern const struct sink_kind *const sink_kinds[];
+extern const size_t nsink_kinds;
+#define SINK_KINDS_MAX 8
+/* is any sink asked for; else err says which settings turn one on */
+bool sinks_asked(const struct daemon_cfg *c, char *err, size_t errlen);
+/* each asked for sink's own checks */
+int sinks_check(const struct daemon_cfg *c, char *err, size_t errlen);
+/* What only a restart applies to the sinks: does it differ between now
+ * and was; was's put back into now; in words ("turning --dir, --push or
+ * --otlp on or off, and --otlp-protocol"). */
+bool sinks_restart_differs(const struct daemon_cfg *now, const struct daemon_cfg *was);
+void sinks_restart_keep(struct daemon_cfg *now, const struct daemon_cfg *was);
+void sinks_restart_settings(char *buf, size_t len);
 
 #endif

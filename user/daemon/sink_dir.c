@@ -180,7 +180,7 @@ static gid_t group_id(const char *name)
 #endif
 }
 
-struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
+static struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
 {
 	gid_t gid = (gid_t)-1;
 	struct dir_sink *d;
@@ -221,3 +221,23 @@ struct sink *sink_dir_open(const struct daemon_cfg *cfg, char *err, size_t errle
 	dir_configure(&d->base, cfg);
 	return &d->base;
 }
+
+static bool dir_asked(const struct daemon_cfg *c)
+{
+	return c->dir[0] != 0;
+}
+
+static bool dir_restart_differs(const struct daemon_cfg *now, const struct daemon_cfg *was)
+{
+	return !now->dir[0] != !was->dir[0];
+}
+
+static void dir_keep(struct daemon_cfg *now, const struct daemon_cfg *was)
+{
+	memcpy(now->dir, was->dir, sizeof(now->dir));
+}
+
+const struct sink_kind sink_dir_kind = {
+	.option = "--dir DIR", .asked = dir_asked, .restart_differs = dir_restart_differs,
+	.keep = dir_keep, .open = sink_dir_open,
+};

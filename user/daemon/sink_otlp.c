@@ -112,7 +112,7 @@ static const struct sink_ops otlp_ops = {
 	.close = spool_sink_close,
 };
 
-struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
+static struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
 {
 	struct spool_sink *o;
 	char dir[1100], url[1200];
@@ -142,3 +142,35 @@ struct sink *sink_otlp_open(const struct daemon_cfg *cfg, char *err, size_t errl
 	}
 	return &o->base;
 }
+
+static bool otlp_asked(const struct daemon_cfg *c)
+{
+	return c->otlp[0] != 0;
+}
+
+static int otlp_check(const struct daemon_cfg *c, char *err, size_t errlen)
+{
+	if (strcmp(c->otlp_protocol, "http/protobuf") && strcmp(c->otlp_protocol, "grpc")) {
+		set_err(err, errlen, "--otlp-protocol: http/protobuf or grpc, not '%.100s'",
+			c->otlp_protocol);
+		return -1;
+	}
+	return 0;
+}
+
+static bool otlp_restart_differs(const struct daemon_cfg *now, const struct daemon_cfg *was)
+{
+	return !now->otlp[0] != !was->otlp[0] || strcmp(now->otlp_protocol, was->otlp_protocol);
+}
+
+static void otlp_keep(struct daemon_cfg *now, const struct daemon_cfg *was)
+{
+	memcpy(now->otlp, was->otlp, sizeof(now->otlp));
+	memcpy(now->otlp_protocol, was->otlp_protocol, sizeof(now->otlp_protocol));
+}
+
+const struct sink_kind sink_otlp_kind = {
+	.option = "--otlp URL", .restart_note = "--otlp-protocol", .asked = otlp_asked,
+	.check = otlp_check, .restart_differs = otlp_restart_differs, .keep = otlp_keep,
+	.open = sink_otlp_open,
+};

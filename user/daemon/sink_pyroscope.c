@@ -73,7 +73,8 @@ static const struct sink_ops pyroscope_ops = {
 	.stats = spool_sink_stats, .close = spool_sink_close,
 };
 
-struct sink *sink_pyroscope_open(const struct daemon_cfg *cfg, char *err, size_t errlen)
+static struct sink *sink_pyroscope_open(const struct daemon_cfg *cfg, char *err,
+					size_t errlen)
 {
 	struct spool_sink *p;
 
@@ -92,3 +93,23 @@ struct sink *sink_pyroscope_open(const struct daemon_cfg *cfg, char *err, size_t
 	}
 	return &p->base;
 }
+
+static bool push_asked(const struct daemon_cfg *c)
+{
+	return c->push[0] != 0;
+}
+
+static bool push_restart_differs(const struct daemon_cfg *now, const struct daemon_cfg *was)
+{
+	return !now->push[0] != !was->push[0];
+}
+
+static void push_keep(struct daemon_cfg *now, const struct daemon_cfg *was)
+{
+	memcpy(now->push, was->push, sizeof(now->push));
+}
+
+const struct sink_kind sink_pyroscope_kind = {
+	.option = "--push URL", .asked = push_asked, .restart_differs = push_restart_differs,
+	.keep = push_keep, .open = sink_pyroscope_open,
+};
