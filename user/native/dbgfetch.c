@@ -298,8 +298,14 @@ void dbgfetch_stop(struct dbgfetch *f)
 	pthread_cond_signal(&f->wake);
 	pthread_mutex_unlock(&f->lock);
 	pthread_join(f->thread, NULL);
-	for (size_t i = 0; i < f->n; i++)
+	for (size_t i = 0; i < f->n; i++) {
+		/* one helper at a time: the build-ids still queued behind the
+		 * one asked last get no answer either, and -v says so for each */
+		if (f->verbose && f->v[i].state == QUEUED)
+			fprintf(stderr, "pyperf-bpf: debuginfod: %s: the run ended before an answer "
+				"(not asked yet: one build-id at a time)\n", f->v[i].hex);
 		free(f->v[i].path);
+	}
 	free(f->v);
 	free(f->urls);
 	pthread_mutex_destroy(&f->lock);
