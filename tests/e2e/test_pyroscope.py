@@ -5,8 +5,10 @@ directory) during the run: the profiles it holds for the workload must add
 up exactly to what the daemon wrote of it (a --dir sink beside the push
 holds the same pprofs), and show the split the workload measured itself.
 One interpreter: the push does not depend on the version."""
+import datetime
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,7 +18,7 @@ import urllib.request
 import pytest
 
 from conftest import both_builds, SUPPORTED, WORKLOADS, Daemon
-from pprofread import pprof_raw
+from pprofread import decode
 
 PYROSCOPE = os.path.join(os.environ.get("PYPERF_PYROSCOPE", "/var/cache/pyperf-bpf/pyroscope"),
                          "pyroscope")
@@ -42,7 +44,7 @@ class Pyroscope:
              "-storage.backend=filesystem", f"-storage.filesystem.dir={data}/shared",
              "-self-profiling.disable-push", "-usage-stats.enabled=false",
              "-ingester.min-ready-duration=0s", "-ingester.join-after=0s",
-             "-ingester.final-sleep=0s"], stdout=self.log, stderr=subprocess.STDOUT,
+             "-ingester.final-sleep=0s", "-log.level=debug"], stdout=self.log, stderr=subprocess.STDOUT,
             cwd=tmp_path)  # it writes state of its own (data-compactor/) where it runs
         end = time.monotonic() + 90
         while time.monotonic() < end:
@@ -61,10 +63,43 @@ class Pyroscope:
                                      headers={"Content-Type": "application/json"})
         return json.load(urllib.request.urlopen(req, timeout=30))
 
+    def total(self, start_ms, end_ms, service):
+        """the samples of `service` the server holds in [start_ms, end_ms]"""
+        fg = self.call("SelectMergeStacktraces", {
+            "start": start_ms, "end": end_ms, "profile_typeID": CPU,
+            "label_selector": f'{{service_name="{service}"}}'})["flamegraph"]
+        return int(fg.get("total", 0))
+
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
         self.p.wait(timeout=60)
         self.log.close()
+
+
+CPU = "process_cpu:samples:count:cpu:nanoseconds"
+
+
+def profile_of(path):
+    """(its start in unix ms, its sample count) of a pprof file"""
+    head, samples, _, _ = decode(path)
+    # "Time: 2026-11-27 02:25:45.043177887 +0000 UTC"
+    day, clock = head["Time"].split()[:2]
+    secs, _, frac = clock.partition(".")
+    t = datetime.datetime.fromisoformat(f"{day}T{secs}+00:00").timestamp()
+    return int(t) * 1000 + int((frac + "000")[:3]), sum(c for c, _, _, _ in samples)
+
+
+def acked_while_stopping(log):
+    """the `from` seconds of the /ingest requests a Pyroscope server answered
+    with a 2xx after its SIGTERM (its log at debug level)"""
+    out, stopping = set(), False
+    for line in open(log):
+        if "received SIGINT/SIGTERM" in line:
+            stopping = True
+        m = re.search(r'uri="/ingest\?[^"]*&from=(\d+)&[^"]*" status=2\d\d ', line)
+        if stopping and m:
+            out.add(int(m.group(1)))
+    return out
 
 
 def leaf_totals(flamegraph, names=("leaf_a", "leaf_b", "leaf_c")):
@@ -111,27 +146,42 @@ def test_daemon_push_into_pyroscope_across_restarts(build, tmp_path):
         span = {"start": t0 - 60000, "end": int(time.time() * 1000) + 60000}
         services = srv.call("LabelValues", dict(span, name="service_name")).get("names", [])
         assert "split-pyro" in services, services
-        # exactly what the daemon wrote of the workload, no more, no less;
-        # the server takes the last pushes in a moment after it acknowledged
+        # exactly what the daemon wrote of the workload, no more, no less,
+        # profile by profile (each is asked for around its own time); the
+        # server takes the last pushes in a moment after it acknowledged
         # them (a loaded machine's full run once queried 1288 of 1389), so
         # the query is asked again, for up to 30 s, until it has them all
         mine = [f for f in os.listdir(tmp_path / "d") if f.startswith(f"split-pyro-{w.pid}-")]
-        written = sum(c for f in mine for c, _, _ in pprof_raw(str(tmp_path / "d" / f)))
+        written = dict(profile_of(str(tmp_path / "d" / f)) for f in mine)
         end = time.monotonic() + 30
         while True:
-            fg = srv.call("SelectMergeStacktraces", dict(
-                span, profile_typeID="process_cpu:samples:count:cpu:nanoseconds",
-                label_selector='{service_name="split-pyro"}'))["flamegraph"]
-            if int(fg["total"]) >= written or time.monotonic() > end:
+            got = {t: srv.total(t - 100, t + 100, "split-pyro") for t in written}
+            if got == written or time.monotonic() > end:
                 break
             time.sleep(1)
+        fg = srv.call("SelectMergeStacktraces", dict(
+            span, profile_typeID=CPU, label_selector='{service_name="split-pyro"}'))["flamegraph"]
     finally:
         if d:
             d.kill()
         if w and w.poll() is None:
             w.kill()
         srv.stop()
-    assert int(fg["total"]) == written > 300, (fg["total"], written, len(mine))
+    assert sum(written.values()) > 300 and len(written) >= 10, written
+    # A profile the first server acknowledged after it was told to stop, and
+    # then does not hold, is the server's loss, not the daemon's: stopping,
+    # Pyroscope 1.9 writes its ingester's head to disk while its HTTP server
+    # still answers /ingest (its log shows the order).  Twice in loaded CI
+    # runs one profile of ~14 was missing, with no log kept to say which;
+    # now only such a one is let pass, named, and any other missing, doubled
+    # or partial profile fails.
+    stopping = acked_while_stopping(tmp_path / "pyroscope-1.log")
+    lost = {t: n for t, n in written.items() if got[t] == 0 and t // 1000 in stopping}
+    for t in lost:
+        print(f"profile at {t} ms: acknowledged by the stopping server, not kept")
+    assert {t: n for t, n in got.items() if t not in lost} == \
+        {t: n for t, n in written.items() if t not in lost}, (got, written, sorted(stopping))
+    assert int(fg["total"]) == sum(written.values()) - sum(lost.values()), (fg["total"], written)
     leaf = leaf_totals(fg)
     truth = json.load(open(tmp_path / "t.json"))
     n = sum(leaf.values())
