@@ -167,17 +167,17 @@ class Smoke:
             q = [i for i, x in enumerate(fns) if "qsort" in x]  # qsort_r in glibc 2.36
             if "sort_many" in fns and q and fns.index("sort_many") < q[0] < fns.index("compare"):
                 under += n
-        assert inside >= 30, f"{inside} samples in compare"
         # The first samples come before the native tables are built, and
         # say so ([native pending]): under emulation the worker may take
-        # half the run to reach libffi's table behind libpython's.  Those
-        # aside, the stacks merge; and the tables come in time for a
-        # quarter of the run at least.
+        # half the run to reach libffi's table behind libpython's (how soon
+        # is a timing, and timings under TCG mean nothing).  What is checked
+        # is the merging: of the samples with their tables, which must be
+        # 30 at least, the stacks merge.
+        assert inside - pending >= 30, \
+            f"{inside - pending} compare samples with their tables ({pending} before them)"
         assert under >= 0.8 * (inside - pending), \
             f"{under} of {inside - pending} compare samples with their tables under qsort, " \
             "under sort_many"
-        assert under >= 0.25 * inside, f"{under} of {inside} compare samples merged " \
-                                       f"({pending} before the tables)"
         return {"compare": inside, "merged": under, "pending": pending}
 
     def leaks(self, name):
