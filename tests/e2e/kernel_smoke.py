@@ -280,6 +280,38 @@ class Smoke:
                     q.kill()
                     q.wait()
 
+    def btf(self, name):
+        """CO-RE against the kernel's BTF cut down to what our programs read
+        (user/session/minbtf.c) relocates each instruction as against the
+        whole BTF: libbpf's own log of every relocation, both ways, on this
+        kernel"""
+        def relocations(mode, env):
+            r = self.run(["record", "-v", "--mode", mode, "-d", "0.1", "--allow-empty", "-o",
+                          os.path.join(self.out, name + ".folded")], 300,
+                         env=dict(os.environ, PYPERF_LIBBPF_DEBUG="1", **env))
+            assert r.returncode == 0, r.stderr[-600:]
+            # "prog 'X': relo #N: patched insn #I (LDX/ST/STX) off A -> B"
+            # and the like; the candidates' type ids differ by design
+            return [x for x in r.stderr.splitlines()
+                    if "relo #" in x and "candidate" not in x], r.stderr
+        patched = 0
+        for mode in ("cpu", "alloc"):  # alloc: the allocator probes' relocations too
+            cut, log = relocations(mode, {})
+            whole, _ = relocations(mode, {"PYPERF_VMLINUX_BTF": "/sys/kernel/btf/vmlinux"})
+            assert "BTF is read whole" not in log, [x for x in log.splitlines() if "BTF" in x]
+            assert cut == whole, "\n".join(f"cut:   {a}\nwhole: {b}" for a, b in zip(cut, whole)
+                                           if a != b)[:1500] or (mode, len(cut), len(whole))
+            patched += sum("patched" in x for x in cut)
+        assert patched >= 40, patched
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        cuts = [os.path.join("/run/pyperf-bpf", f) for f in os.listdir("/run/pyperf-bpf")
+                if f.startswith(f"min-{boot}-")]
+        assert cuts, os.listdir("/run/pyperf-bpf")
+        size = max(os.path.getsize(c) for c in cuts)
+        assert size < 65536, f"the cut BTF is {size} bytes"
+        return {"patched": patched, "cut_bytes": size}
+
     def dump(self, name):
         w = subprocess.Popen([self.python, os.path.join(WORKLOADS, "sleeper.py")],
                              stdout=subprocess.PIPE, text=True)
@@ -308,7 +340,7 @@ def main():
     s = Smoke(pyperf, python, out, emulated="--emulated" in sys.argv[4:])
     info = {"kernel": os.uname().release}
     for name in ("cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "timeline",
-                 "daemon", "dump"):
+                 "daemon", "dump", "btf"):
         s.check(name, getattr(s, name))
     r = subprocess.run([pyperf, "record", "-v", "-d", "0.1", "--allow-empty", "-f", "folded", "-o",
                         os.path.join(out, "empty.folded")],

@@ -32,7 +32,7 @@ DISTRO = os.path.join(ROOT, "tests", "e2e", "distro_check.py")
 ROOTS = os.environ.get("PYPERF_ROOTS", "/var/cache/pyperf-bpf/roots")
 OWN_RELEASE = {"5.10": "bullseye"}
 CHECKS = ["cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "timeline", "daemon",
-          "dump"]
+          "dump", "btf"]
 # the series of the matrix, and how each walks (no bpf_loop before 5.17)
 SERIES = {"5.10": "bounded loops", "6.1": "bpf_loop", "6.12": "bpf_loop", "newest": "bpf_loop"}
 

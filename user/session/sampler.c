@@ -7,6 +7,7 @@
  * flip and nothing is counted twice. */
 #include "sampler.h"
 #include "sampler_compat.h"
+#include "minbtf.h"
 #include "errmsg.h"
 #include "clock.h"
 #include "native.h"
@@ -226,26 +227,36 @@ int sampler_check_privileges(char *err, size_t errlen)
 #define BTF_SYSFS "/sys/kernel/btf/vmlinux"
 #define BTF_CACHE_DIR "/run/pyperf-bpf"
 
+/* this boot's id in boot (for the names of the copies), once the cache
+ * directory is there and only we may write it */
+static bool btf_cache_ready(char *boot, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	struct stat st;
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fgets(boot, (int)len, f) != NULL;
+	fclose(f);
+	boot[strcspn(boot, "\n")] = 0;
+	if (!ok || !boot[0] || strchr(boot, '/'))
+		return false;
+	if (mkdir(BTF_CACHE_DIR, 0700) && errno != EEXIST)
+		return false;
+	return !lstat(BTF_CACHE_DIR, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 022);
+}
+
 static const char *cached_vmlinux_btf(char *path, size_t len)
 {
 	char boot[64] = "", tmp[PATH_MAX + 16], buf[1 << 16];
 	struct stat sys, st;
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	bool ok;
 	int in, out;
 	ssize_t n = 0;
 
-	if (!f)
-		return NULL;
-	ok = fgets(boot, sizeof(boot), f) != NULL;
-	fclose(f);
-	boot[strcspn(boot, "\n")] = 0;
-	if (!ok || !boot[0] || strchr(boot, '/') || stat(BTF_SYSFS, &sys) || sys.st_size <= 0)
-		return NULL;
-	if (mkdir(BTF_CACHE_DIR, 0700) && errno != EEXIST)
-		return NULL;
-	if (lstat(BTF_CACHE_DIR, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022))
+	if (!btf_cache_ready(boot, sizeof(boot)) || stat(BTF_SYSFS, &sys) || sys.st_size <= 0)
 		return NULL;
 	snprintf(path, len, BTF_CACHE_DIR "/vmlinux-%s.btf", boot);
 	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
@@ -471,18 +482,29 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		fprintf(stderr, "pyperf-bpf: %s: the walks run as bounded loops of global "
 			"functions (bpf/loop.bpf.h)\n", o->no_bpf_loop ? "PYPERF_BPF_LOOP=0" :
 			"this kernel has no bpf_loop (Linux 5.17)");
-	/* CO-RE from a copy of the kernel's BTF, unless a program with a
+	/* CO-RE from the kernel's BTF cut down to what the object reads
+	 * (minbtf.c), else from a copy of the whole; unless a program with a
 	 * BTF-typed attach point (the scheduler hook) makes libbpf read the
 	 * kernel's own anyway */
 	{
 		static char cache[PATH_MAX];
 		const struct mode_desc *md = mode_desc(o->mode);
 		bool live = o->mode == MODE_ALLOC && o->track_live;
+		char boot[64];
 
 		oo.btf_custom_path = o->vmlinux_btf;
 		if (!o->vmlinux_btf && mode_owned("on_switch", false) &&
-		    !mode_wants(md, live, "on_switch", false))
-			oo.btf_custom_path = cached_vmlinux_btf(cache, sizeof(cache));
+		    !mode_wants(md, live, "on_switch", false)) {
+			size_t sz;
+			const void *elf = compat ? sampler_compat_elf(&sz) : pyperf_bpf__elf_bytes(&sz);
+
+			if (btf_cache_ready(boot, sizeof(boot)))
+				oo.btf_custom_path = minbtf_cached(elf, sz, BTF_SYSFS, BTF_CACHE_DIR,
+								   boot, cache, sizeof(cache),
+								   o->verbose);
+			if (!oo.btf_custom_path)
+				oo.btf_custom_path = cached_vmlinux_btf(cache, sizeof(cache));
+		}
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
