@@ -213,11 +213,17 @@ struct code_id_key {
 				      * after the other, both kept */
 	__u64 code;
 };
-/* A str as the walk saw it: its length and cached hash (-1: not computed
- * yet), which tell whether the object at its address is still that str */
+/* A str as the walk saw it: its length, cached hash (-1: not computed yet)
+ * and last characters, which tell whether the object at its address is
+ * still that str (a file name's hash is often never computed, and another
+ * "<gen 215>" has the length of "<gen 109>") */
+#define STR_TAIL 8
 struct str_seen {
 	__s64 length;                /* -1: not read */
 	__s64 hash;
+	__u8 tail[STR_TAIL];         /* the last bytes of its characters, zero-padded */
+	__u32 tail_len;              /* how many: 0 when not read (not compact) */
+	__u32 pad;
 };
 struct code_id {
 	__u64 filename, name;        /* co_filename, co_name */

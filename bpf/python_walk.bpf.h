@@ -172,13 +172,35 @@ static __always_inline __u32 code_check(struct walk_ctx *c, __u64 code, struct c
 	return id->check;
 }
 
-/* a str's length and hash: what the loader checks the str at that address
- * against when it names a code object freed since (str_seen, pyperf.h) */
+/* a str's length, hash and last bytes: what the loader checks the str at
+ * that address against when it names a code object freed since (str_seen,
+ * pyperf.h; the state bits as pyread.c reads them) */
 static __always_inline void str_seen(const struct py_offsets *o, __u64 str, struct str_seen *out)
 {
+	__u32 state, kind;
+	__u64 bytes, data;
+
+	out->tail_len = 0;
+	*(__u64 *)out->tail = 0;
 	/* PyASCIIObject: the length, then the hash, in every version */
-	if (bpf_probe_read_user(out, sizeof(*out), (void *)(str + o->unicode_length)))
+	if (bpf_probe_read_user(out, 16, (void *)(str + o->unicode_length))) {
 		out->length = -1;
+		return;
+	}
+	if (bpf_probe_read_user(&state, sizeof(state), (void *)(str + o->unicode_state)))
+		return;
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || out->length <= 0 ||
+	    out->length > (1 << 24))
+		return;
+	bytes = (__u64)out->length * kind;
+	data = str + (((state >> 6) & 1) ? o->unicode_ascii_size : o->unicode_compact_size);
+	if (bytes >= STR_TAIL) {
+		if (!bpf_probe_read_user(out->tail, STR_TAIL, (void *)(data + bytes - STR_TAIL)))
+			out->tail_len = STR_TAIL;
+	} else if (!bpf_probe_read_user(out->tail, bytes & (STR_TAIL - 1), (void *)data)) {
+		out->tail_len = bytes & (STR_TAIL - 1);
+	}
 }
 
 /* second pass, only for a stack new in this counts map: identify its code

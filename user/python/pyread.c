@@ -241,19 +241,40 @@ static size_t code_header_len(const struct py_offsets *o)
 	return m;
 }
 
-/* Is the str at obj still the one the walk saw (its length and hash then)?
- * Memory of a freed str reused by another str fails this but for a clash of
- * length and hash (or of length, where the hash was not computed then). */
+/* Is the str at obj still the one the walk saw (its length, hash and last
+ * bytes then)?  Memory of a freed str reused by another str fails this but
+ * for a clash of all three (where the hash was not computed then, of length
+ * and last bytes: "<gen 109>" and "<gen 215>" differ only there). */
 static bool str_as_seen(int pid, uint64_t obj, const struct py_offsets *o,
 			const struct str_seen *seen)
 {
-	struct str_seen now;
+	int64_t now[2];
+	uint8_t hdr[128], tail[STR_TAIL];
+	uint32_t state;
+	unsigned kind;
+	uint64_t bytes;
 
 	if (seen->length < 0)
 		return true; /* the walk could not read it: nothing to compare */
-	if (mem_read(pid, obj + o->unicode_length, &now, sizeof(now)))
+	if (mem_read(pid, obj + o->unicode_length, now, sizeof(now)))
 		return false;
-	return now.length == seen->length && (seen->hash == -1 || now.hash == seen->hash);
+	if (now[0] != seen->length || (seen->hash != -1 && now[1] != seen->hash))
+		return false;
+	if (!seen->tail_len)
+		return true; /* not a compact str then: the length and hash say it */
+	if (o->unicode_ascii_size > sizeof(hdr) || mem_read(pid, obj, hdr, o->unicode_ascii_size))
+		return false;
+	memcpy(&state, hdr + o->unicode_state, sizeof(state));
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+		return false;
+	bytes = (uint64_t)now[0] * kind;
+	if ((bytes >= STR_TAIL ? STR_TAIL : bytes) != seen->tail_len)
+		return false;
+	if (mem_read(pid, obj + ((state >> 6) & 1 ? o->unicode_ascii_size : o->unicode_compact_size) +
+			      bytes - seen->tail_len, tail, seen->tail_len))
+		return false;
+	return !memcmp(tail, seen->tail, seen->tail_len);
 }
 
 struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py_offsets *o,
