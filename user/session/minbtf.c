@@ -488,8 +488,17 @@ const char *minbtf_cached(const void *elf, size_t elf_len, const char *kernel, c
 
 	snprintf(path, len, "%s/min-%s-%016llx.btf", dir, boot,
 		 (unsigned long long)fnv(elf, elf_len));
-	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid())
-		return path;
+	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		/* under 1 KB to check: one cut short or garbled would fail
+		 * every load until the next boot */
+		struct btf *b = btf__parse(path, NULL);
+
+		if (b) {
+			btf__free(b);
+			return path;
+		}
+		unlink(path);
+	}
 	if (!minbtf_write(elf, elf_len, kernel, path, err, sizeof(err)))
 		return path;
 	if (verbose)
