@@ -248,7 +248,7 @@ static size_t code_header_len(const struct py_offsets *o)
 static bool str_as_seen(int pid, uint64_t obj, const struct py_offsets *o,
 			const struct str_seen *seen)
 {
-	int64_t now[2];
+	int64_t now[2]; /* PyASCIIObject: the length, then the hash */
 	uint8_t hdr[128], tail[STR_TAIL];
 	uint32_t state;
 	unsigned kind;
@@ -256,14 +256,15 @@ static bool str_as_seen(int pid, uint64_t obj, const struct py_offsets *o,
 
 	if (seen->length < 0)
 		return true; /* the walk could not read it: nothing to compare */
-	if (mem_read(pid, obj + o->unicode_length, now, sizeof(now)))
+	if (o->unicode_ascii_size > sizeof(hdr) || o->unicode_length + sizeof(now) > sizeof(hdr) ||
+	    o->unicode_state + sizeof(state) > sizeof(hdr) ||
+	    mem_read(pid, obj, hdr, o->unicode_ascii_size))
 		return false;
+	memcpy(now, hdr + o->unicode_length, sizeof(now));
 	if (now[0] != seen->length || (seen->hash != -1 && now[1] != seen->hash))
 		return false;
 	if (!seen->tail_len)
 		return true; /* not a compact str then: the length and hash say it */
-	if (o->unicode_ascii_size > sizeof(hdr) || mem_read(pid, obj, hdr, o->unicode_ascii_size))
-		return false;
 	memcpy(&state, hdr + o->unicode_state, sizeof(state));
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
