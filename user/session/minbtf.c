@@ -63,6 +63,8 @@ struct gen {
 	uint8_t **members;   /* per kept composite: which members (by index) */
 	int *ids;            /* kernel type -> its id in out (0: not yet) */
 	int index_int;       /* out's array index type */
+	uint32_t *bucket;    /* the kernel's named types by their essential name's */
+	uint32_t *chain;     /* hash (NBUCKETS heads, then next per type; 0 ends) */
 	char *err;
 	size_t errlen;
 };
@@ -103,6 +105,38 @@ static size_t essential_len(const char *name)
 	const char *f = strstr(name, "___");
 
 	return f ? (size_t)(f - name) : strlen(name);
+}
+
+#define NBUCKETS 65536
+
+static uint32_t name_hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h & (NBUCKETS - 1);
+}
+
+/* one pass over the kernel's types: each relocation then looks at its
+ * candidates only (a scan of all per relocation was 0.14 s a first start) */
+static int index_names(struct gen *g)
+{
+	g->bucket = calloc(NBUCKETS, sizeof(*g->bucket));
+	g->chain = calloc(g->ntypes, sizeof(*g->chain));
+	if (!g->bucket || !g->chain)
+		return -1;
+	for (uint32_t id = g->ntypes - 1; id >= 1; id--) {
+		const char *n = btf__name_by_offset(g->kernel, btf__type_by_id(g->kernel, id)->name_off);
+		uint32_t h;
+
+		if (!n || !*n)
+			continue;
+		h = name_hash(n, essential_len(n));
+		g->chain[id] = g->bucket[h];
+		g->bucket[h] = id;
+	}
+	return 0;
 }
 
 static const struct btf_type *skip_mods(const struct btf *b, uint32_t id, uint32_t *out)
@@ -248,7 +282,7 @@ static int relocation(struct gen *g, const struct core_relo *r)
 		spec = *end == ':' ? end + 1 : end;
 	}
 	len = essential_len(name);
-	for (uint32_t id = 1; id < g->ntypes; id++) {
+	for (uint32_t id = g->bucket[name_hash(name, len)]; id; id = g->chain[id]) {
 		const struct btf_type *kt = btf__type_by_id(g->kernel, id);
 		const char *kn = btf__name_by_offset(g->kernel, kt->name_off);
 
@@ -432,7 +466,7 @@ int minbtf_write(const void *elf, size_t elf_len, const char *kernel, const char
 	g.members = calloc(g.ntypes, sizeof(*g.members));
 	g.ids = calloc(g.ntypes, sizeof(*g.ids));
 	g.out = btf__new_empty();
-	if (!g.keep || !g.members || !g.ids || !g.out) {
+	if (!g.keep || !g.members || !g.ids || !g.out || index_names(&g)) {
 		set_err(err, errlen, "out of memory");
 		goto out;
 	}
@@ -462,6 +496,8 @@ out:
 		for (uint32_t id = 0; id < g.ntypes; id++)
 			free(g.members[id]);
 	free(g.members);
+	free(g.bucket);
+	free(g.chain);
 	free(g.keep);
 	free(g.ids);
 	btf__free(g.out);
