@@ -40,8 +40,12 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(BUILD)
 	$(BPFTOOL) btf dump file $${PYPERF_VMLINUX_BTF:-/sys/kernel/btf/vmlinux} format c > $@.tmp && mv $@.tmp $@
 
+# The objects are embedded in the binary: their DWARF (two thirds of them)
+# is stripped, as libbpf-tools do; .BTF and .BTF.ext (types, CO-RE
+# relocations, line info for the verifier's log) stay
+LLVM_STRIP ?= llvm-strip
 $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
 
 # The same source without bpf_loop, for kernels before 5.17 (bpf/loop.bpf.h);
 # the loader opens it through the same skeleton (sampler_compat.c), so its
@@ -49,7 +53,8 @@ $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 # same places: the two skeletons' declarations are compared here (the
 # skeleton finds maps, programs and links by name: their order is not)
 $(BUILD)/pyperf_compat.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
-	$(CLANG) $(BPF_CFLAGS) -DPYPERF_NO_BPF_LOOP -c $< -o $@
+	$(CLANG) $(BPF_CFLAGS) -DPYPERF_NO_BPF_LOOP -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && \
+		mv $@.tmp $@
 
 SKEL_DECL = awk '/struct bpf_(map|program|link) \*/ { print | "sort"; next } { print } \
 	END { fflush(); close("sort") }'

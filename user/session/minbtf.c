@@ -506,14 +506,37 @@ out:
 	return rc;
 }
 
-/* FNV-1a: which object a cut was made for */
-static uint64_t fnv(const void *p, size_t n)
+/* Which object a cut was made for: a hash of what the cut is made from, the
+ * object's types (.BTF) and relocations (.BTF.ext), not of the whole object.
+ * FNV-1a's step over 8-byte words, then the tail's bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
+	const unsigned char *c = p;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, c + i, 8);
+		h = (h ^ w) * 1099511628211ull;
+	}
+	for (; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t object_key(const void *elf, size_t elf_len)
+{
+	size_t btf_len = 0, ext_len = 0;
+	const void *btf = elf_section(elf, elf_len, ".BTF", &btf_len);
+	const void *ext = elf_section(elf, elf_len, ".BTF.ext", &ext_len);
 	uint64_t h = 1469598103934665603ull;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-	return h;
+	if (!btf || !ext) /* minbtf_write refuses such an object anyway */
+		return fnv(h, elf, elf_len);
+	h = fnv(h, btf, btf_len);
+	h = fnv(h ^ btf_len, ext, ext_len);
+	return h ^ ext_len;
 }
 
 const char *minbtf_cached(const void *elf, size_t elf_len, const char *kernel, const char *dir,
@@ -523,7 +546,7 @@ const char *minbtf_cached(const void *elf, size_t elf_len, const char *kernel, c
 	struct stat st;
 
 	snprintf(path, len, "%s/min-%s-%016llx.btf", dir, boot,
-		 (unsigned long long)fnv(elf, elf_len));
+		 (unsigned long long)object_key(elf, elf_len));
 	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
 		/* under 1 KB to check: one cut short or garbled would fail
 		 * every load until the next boot */
