@@ -14,6 +14,8 @@
 #include "perfmap.h"
 #include "procmaps.h"
 #include "prologue.h"
+#include "runcache.h"
+#include "table_cache.h"
 #include "unwind_table.h"
 
 #include <errno.h>
@@ -261,6 +263,7 @@ struct native_job {
 	long handle;                 /* -1: failed */
 	uint64_t nrows, bytes, build_ns;
 	bool too_big;
+	bool cached;                 /* read from an earlier run's, not built */
 };
 
 #define WORKERS 2 /* a process's first tables come in parallel */
@@ -282,29 +285,36 @@ static uint64_t table_bytes(uint64_t n)
 	return (n * sizeof(struct unwind_row) + 4095) / 4096 * 4096;
 }
 
-/* Build the job's table and make it loadable (any thread). */
+/* Build the job's table, or read the one an earlier run kept
+ * (table_cache.h), and make it loadable (any thread). */
 static void run_job(const struct native_store *store, uint64_t cap, struct native_job *j)
 {
 	struct unwind_table t = { 0 };
 	struct unwind_row *v;
+	size_t len = 0;
 	char err[256];
 	uint64_t t0 = clock_mono_ns();
 
 	j->handle = -1;
-	if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 &&
-	    prologue_fill_gaps(j->fd, &t) >= 0 && t.n < (1u << 26)) {
-		size_t len = 0;
-
-		j->nrows = t.n;
+	v = table_cache_get(j->fd, j->table, &len);
+	if (v) {
+		j->cached = true;
+	} else if (unwind_table_build(j->fd, j->path, &t, err, sizeof(err)) == 0 &&
+		   prologue_fill_gaps(j->fd, &t) >= 0 && t.n < (1u << 26)) {
 		v = unwind_table_layout(&t, j->table, &len);
+		if (v)
+			table_cache_put(j->fd, v, len);
+	}
+	unwind_table_free(&t);
+	if (v) {
+		j->nrows = v[0].nrows;
 		j->bytes = table_bytes(len);
-		if (v && j->bytes > cap)
+		if (j->bytes > cap)
 			j->too_big = true;
-		else if (v)
+		else
 			j->handle = store->create(store->ctx, v, len);
 		free(v);
 	}
-	unwind_table_free(&t);
 	j->build_ns = clock_mono_ns() - t0;
 }
 
@@ -463,9 +473,10 @@ static void load_job(struct native *n, struct native_job *j)
 	}
 	j->handle = -1; /* the store's now */
 	if (n->verbose)
-		fprintf(stderr, "pyperf-bpf: unwind table of %s: %llu rows, built in %.1f ms, "
+		fprintf(stderr, "pyperf-bpf: unwind table of %s: %llu rows, %s in %.1f ms, "
 			"loaded at %.0f ms\n", b->path, (unsigned long long)j->nrows,
-			j->build_ns / 1e6, (clock_mono_ns() - n->t0) / 1e6);
+			j->cached ? "read from " RUNCACHE_DIR : "built", j->build_ns / 1e6,
+			(clock_mono_ns() - n->t0) / 1e6);
 	b->tstate = T_LOADED;
 	b->nrows = j->nrows;
 	b->bytes = j->bytes;

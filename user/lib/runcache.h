@@ -1,0 +1,23 @@
+/* runcache.h - files one run leaves for the next in /run/pyperf-bpf: what
+ * costs a start-up its time and cannot change until the next boot or until
+ * its source changes (the kernel's BTF cut to our relocations, a binary's
+ * unwind table).  /run is a tmpfs emptied at each boot.  The directory is
+ * used only while it is ours alone (owned by us, written by no one else);
+ * a file is made whole under a temporary name and renamed, so a run never
+ * reads half of one. */
+#ifndef PYPERF_RUNCACHE_H
+#define PYPERF_RUNCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RUNCACHE_DIR "/run/pyperf-bpf"
+
+/* Make the directory if need be; true when it is there and only we may
+ * write it. */
+bool runcache_ready(void);
+
+/* Write len bytes of data as RUNCACHE_DIR/name, atomically; 0 or -1. */
+int runcache_write(const char *name, const void *data, size_t len);
+
+#endif
