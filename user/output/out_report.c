@@ -217,41 +217,44 @@ static void print_header(FILE *f, const struct out_ctx *c, uint64_t shown, uint6
 {
 	const struct profile *p = c->prof;
 	const uint64_t *st = c->stats;
+	const struct mode_desc *md = mode_desc(c->mode);
 	uint64_t lost = st[STAT_MAP_FULL] + st[STAT_RINGBUF_FULL] + p->unattributed;
 	const char *unit = mode_total_unit(c->mode);
 	/* totals: samples counted as they are, the others scaled */
-	double per = mode_desc(c->mode)->quantity == MQ_SAMPLES ? 1 : per_count(c);
+	double per = md->quantity == MQ_SAMPLES ? 1 : per_count(c);
 
-	if (c->mode == MODE_CPU)
+	/* the headline: what the mode counted, in its row's words */
+	switch (md->report) {
+	case MR_SAMPLES:
 		fprintf(f, "pyperf-bpf: %llu samples in %.2f s at %d Hz per CPU (%d CPUs): "
 			"%.1f samples/s\n", (unsigned long long)shown, c->duration_s, c->freq,
 			c->ncpus, c->duration_s > 0 ? shown / c->duration_s : 0.0);
-	else if (c->mode == MODE_FAULTS)
-		fprintf(f, "pyperf-bpf: faults mode: %.2f MiB of anonymous memory faulted in, in "
-			"%.2f s (%llu page faults, %llu walked: anonymous memory)\n",
-			shown * per, c->duration_s, (unsigned long long)st[STAT_FAULTS],
-			(unsigned long long)st[STAT_FAULT_WALKS]);
-	else if (c->mode == MODE_LEAKS)
-		fprintf(f, "pyperf-bpf: leaks: %.2f MiB in about %llu allocations still live at "
+		break;
+	case MR_BYTES:
+		fprintf(f, "pyperf-bpf: %s mode: %.2f MiB %s, in %.2f s (%llu %s, %llu %s)\n",
+			md->name, shown * per, md->report_amount, c->duration_s,
+			(unsigned long long)st[md->events_stat], md->events,
+			(unsigned long long)st[md->walked_stat], md->walked);
+		break;
+	case MR_LIVE:
+		fprintf(f, "pyperf-bpf: %s: %.2f MiB in about %llu allocations still live at "
 			"the end (at least %.1f s old; estimated from sampled bytes), of %.2f MiB "
 			"allocated in %.2f s (%llu allocator calls, %llu sampled; %llu sampled ones "
-			"not tracked, the map was full)\n", shown * per,
+			"not tracked, the map was full)\n", md->name, shown * per,
 			(unsigned long long)heap[PROFILE_HEAP_INUSE_OBJECTS], c->min_age,
 			heap[PROFILE_HEAP_ALLOC_BYTES] * per, c->duration_s,
 			(unsigned long long)st[STAT_ALLOCS], (unsigned long long)st[STAT_ALLOC_WALKS],
 			(unsigned long long)st[STAT_LIVE_FULL]);
-	else if (c->mode == MODE_ALLOC)
-		fprintf(f, "pyperf-bpf: alloc mode: %.2f MiB allocated (estimated from sampled "
-			"bytes), in %.2f s (%llu allocator calls, %llu sampled)\n",
-			shown * per, c->duration_s, (unsigned long long)st[STAT_ALLOCS],
-			(unsigned long long)st[STAT_ALLOC_WALKS]);
-	else
+		break;
+	case MR_THREAD_TIME:
+	default:
 		fprintf(f, "pyperf-bpf: %s mode: %.2f s of thread time in %.2f s (on-CPU %.2f s, "
 			"sampled at %d Hz per CPU; off-CPU %.2f s, from %llu of %llu blocks "
-			"walked)\n", mode_name(c->mode), shown * 1e-9,
+			"walked)\n", md->name, shown * 1e-9,
 			c->duration_s, (shown - off) * 1e-9, c->freq, off * 1e-9,
 			(unsigned long long)st[STAT_OFFCPU_WALKS],
 			(unsigned long long)st[STAT_SWITCHES]);
+	}
 	if (st[STAT_OFFCPU_LOST])
 		fprintf(f, "Off-CPU blocks lost: %llu walked blocks whose time was not counted "
 			"(the table of threads was full)\n", (unsigned long long)st[STAT_OFFCPU_LOST]);
@@ -464,7 +467,7 @@ int out_report(FILE *f, const struct out_ctx *c)
 		goto out;
 	threads = profile_thread_totals(v, n, &nthreads);
 	print_header(f, c, shown, off, native_only, heap, threads, nthreads);
-	if (c->mode == MODE_LEAKS) {
+	if (mode_desc(c->mode)->report == MR_LIVE) {
 		print_leak_stacks(f, c, v, n);
 		qsort(list, nrows, sizeof(*list), by_own);
 		print_table(f, c, list, nrows, shown, "Functions by bytes still live");

@@ -481,16 +481,14 @@ static int write_svg(FILE *f, const struct out_ctx *c, struct tree *t)
 	char title[600], sub[400];
 
 	snprintf(title, sizeof(title), "Flame graph: %s", c->title ? c->title : "pyperf-bpf");
-	if (c->mode == MODE_CPU)
-		snprintf(sub, sizeof(sub), "cpu mode: %llu samples in %.1f s at %d Hz per CPU; "
-			 "Python yellow, native red, kernel blue", (unsigned long long)d.total,
-			 c->duration_s, c->freq);
+	if (mode_desc(c->mode)->quantity == MQ_SAMPLES)
+		snprintf(sub, sizeof(sub), "%s mode: %llu samples in %.1f s at %d Hz per CPU; "
+			 "Python yellow, native red, kernel blue", mode_name(c->mode),
+			 (unsigned long long)d.total, c->duration_s, c->freq);
 	else if (mode_is_bytes(c->mode))
 		snprintf(sub, sizeof(sub), "%s mode: %.2f MiB %s in %.1f s; Python yellow, native "
 			 "red, kernel blue", mode_name(c->mode), d.total / 1048576.0,
-			 c->mode == MODE_FAULTS ? "of anonymous memory faulted in" :
-			 c->mode == MODE_LEAKS ? "still live (sampled allocations)" : "allocated",
-			 c->duration_s);
+			 mode_desc(c->mode)->svg_amount, c->duration_s);
 	else
 		snprintf(sub, sizeof(sub), "%s mode: %.2f s of thread time in %.1f s (off-CPU %.2f "
 			 "s); Python yellow, native red, kernel blue, mostly off-CPU teal",

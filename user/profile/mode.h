@@ -1,9 +1,13 @@
 /* mode.h - each --mode as one descriptor: what one count of a profile is
  * (a sample, a nanosecond of thread time, a byte of memory), how outputs
- * name and scale it, which perf event drives the sampler, and which of the
- * BPF object's programs and maps the mode needs.  The sampler, the writers,
- * top and the daemon read these rows; adding a mode is a row here, its BPF
- * header (bpf/MODE.bpf.h) and its report headline (out_report.c). */
+ * name and scale it, how the report and the flame graph word their
+ * headlines, which perf event drives the sampler, which of the BPF
+ * object's programs and maps the mode needs, and whether those are the
+ * allocator probes.  The sampler, the session, the writers, top and the
+ * daemon read these rows and never name a mode; adding a mode is its value
+ * in enum pyperf_mode (bpf/pyperf.h), a row here (and its name in
+ * MODE_NAMES) and its BPF header (bpf/MODE.bpf.h, included by
+ * bpf/pyperf.bpf.c). */
 #ifndef PYPERF_MODE_H
 #define PYPERF_MODE_H
 
@@ -22,6 +26,18 @@ enum mode_quantity {
 	MQ_BYTES,                    /* a byte of memory */
 };
 
+/* how the text report (out_report.c) presents the mode's profile */
+enum mode_report {
+	MR_SAMPLES,                  /* samples of the clock, and their rate */
+	MR_THREAD_TIME,              /* thread time: on-CPU from the clock, off-CPU
+				      * from the blocks walked */
+	MR_BYTES,                    /* bytes, with the events counted and walked
+				      * (events, walked) */
+	MR_LIVE,                     /* bytes still live at the end: the heap's
+				      * numbers, and the live allocations' stacks
+				      * before one table */
+};
+
 struct mode_desc {
 	enum pyperf_mode mode;
 	const char *name;            /* --mode's word; `mode =` in the daemon's configuration */
@@ -35,7 +51,19 @@ struct mode_desc {
 	int perf_event;              /* what runs on_sample on each CPU: PERF_COUNT_SW_*
 				      * (cpu-clock at -F Hz, or every page fault), -1: none */
 	const char *did;             /* what a process did to be counted ("ran on a CPU") */
-	const char *amount;          /* what the bytes are, in a headline ("faulted in") */
+	const char *amount;          /* what the bytes are, in top's headline ("faulted in") */
+	const char *svg_amount;      /* and in the flame graph's subtitle */
+	enum mode_report report;
+	const char *report_amount;   /* MR_BYTES: what the bytes are, in the report's headline */
+	/* MR_BYTES: the counter (pyperf.h's STAT_*) of the events the mode
+	 * sees and its name in the headline, and the one of those walked */
+	enum stat_idx events_stat, walked_stat;
+	const char *events, *walked;
+	bool allocator;              /* its programs (progs) are the allocator probes, which
+				      * count (the clock only finds processes): one byte in
+				      * --interval is sampled, they are put into each
+				      * adopted process's C library and, for a command,
+				      * before it runs; their run time is the mode's */
 	/* the BPF programs and maps that are the mode's own: loaded and full
 	 * size in this mode only (the others are left out, their maps one
 	 * entry long); `leaks` adds the live ones */

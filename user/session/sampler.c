@@ -320,6 +320,33 @@ static void alloc_tables(struct pyperf_bpf *skel, uint64_t interval)
 	}
 }
 
+/* the weights of what the mode's row says it counts: what one perf event
+ * hit stands for (a sample of the clock: 1, or its period in ns where
+ * counts are thread time; a picked page fault: the bytes of the faults it
+ * stands for), and the allocator probes' sampling tables */
+static void set_weights(struct pyperf_bpf *skel, const struct sampler_opts *o)
+{
+	const struct mode_desc *md = mode_desc(o->mode);
+
+	if (md->perf_event == PERF_COUNT_SW_CPU_CLOCK && md->quantity == MQ_NS)
+		skel->rodata->cpu_weight = 1000000000ull / (unsigned)o->freq;
+	if (md->perf_event == PERF_COUNT_SW_PAGE_FAULTS) {
+		skel->rodata->fault_every = fault_every(o->interval);
+		skel->rodata->cpu_weight = (__u64)fault_every(o->interval) * FAULT_PAGE;
+	}
+	if (md->allocator)
+		alloc_tables(skel, o->interval ? o->interval : ALLOC_INTERVAL_DEFAULT);
+}
+
+/* `leaks`: the mode's live programs and maps too (only a mode whose row has
+ * them: the allocator probes' returns and free) */
+static bool wants_live(const struct sampler_opts *o)
+{
+	const char *const *lp = mode_desc(o->mode)->live_progs;
+
+	return o->track_live && lp && *lp;
+}
+
 int sampler_unpack_stack(const void *data, size_t size, struct ev_stack *out)
 {
 	const unsigned char *p = data;
@@ -489,7 +516,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	{
 		static char cache[PATH_MAX];
 		const struct mode_desc *md = mode_desc(o->mode);
-		bool live = o->mode == MODE_ALLOC && o->track_live;
+		bool live = wants_live(o);
 		char boot[64];
 
 		oo.btf_custom_path = o->vmlinux_btf;
@@ -535,15 +562,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	s->skel->rodata->async_stacks = o->async_stacks;
 	s->skel->rodata->timeline = o->timeline;
 	s->mode = o->mode;
-	if (o->mode == MODE_WALL)
-		s->skel->rodata->cpu_weight = 1000000000ull / (unsigned)o->freq;
+	set_weights(s->skel, o);
 	s->skel->rodata->offcpu_walk_hz = offcpu_walk_hz(o->freq);
-	if (o->mode == MODE_FAULTS) {
-		s->skel->rodata->fault_every = fault_every(o->interval);
-		s->skel->rodata->cpu_weight = (__u64)fault_every(o->interval) * FAULT_PAGE;
-	}
-	if (o->mode == MODE_ALLOC)
-		alloc_tables(s->skel, o->interval ? o->interval : ALLOC_INTERVAL_DEFAULT);
 	/* the modes' own programs and maps (mode.h): this mode's are loaded,
 	 * the others' left out and their maps one entry long (the kernel fills
 	 * a preallocated map at load: the allocator's ~14 MB are most of a
@@ -551,7 +571,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	 * process (sampler_attach_allocs). */
 	{
 		const struct mode_desc *md = mode_desc(o->mode);
-		bool live = o->mode == MODE_ALLOC && o->track_live;
+		bool live = wants_live(o);
 		struct bpf_program *prog;
 		struct bpf_map *map;
 
@@ -574,8 +594,8 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.gc_starts, 1);
 	if (!(o->events & EVENTS_IMPORT))
 		bpf_map__set_max_entries(s->skel->maps.import_starts, 1);
-	s->skel->rodata->alloc_live = o->mode == MODE_ALLOC && o->track_live;
-	s->track_live = o->mode == MODE_ALLOC && o->track_live;
+	s->skel->rodata->alloc_live = wants_live(o);
+	s->track_live = wants_live(o);
 	/* the scheduler hook costs every context switch of the host: only in
 	 * the modes that want off-CPU time (their row lists it) */
 	s->skel->rodata->offcpu = bpf_program__autoload(s->skel->progs.on_switch);
@@ -1444,13 +1464,13 @@ int sampler_prog_stats(struct sampler *s, bool on_switch, uint64_t *run_cnt,
 		add_prog_stats(s->skel->progs.on_switch, run_cnt, run_time_ns);
 		return 0;
 	}
-	if (s->mode == MODE_ALLOC) { /* the allocator probes; the clock only finds processes */
-		add_prog_stats(s->skel->progs.on_malloc, run_cnt, run_time_ns);
-		add_prog_stats(s->skel->progs.on_calloc, run_cnt, run_time_ns);
-		add_prog_stats(s->skel->progs.on_alloc_arg2, run_cnt, run_time_ns);
-		add_prog_stats(s->skel->progs.on_posix_memalign, run_cnt, run_time_ns);
-		add_prog_stats(s->skel->progs.on_realloc, run_cnt, run_time_ns);
-		add_prog_stats(s->skel->progs.on_mmap, run_cnt, run_time_ns);
+	if (mode_desc(s->mode)->allocator) { /* its probes count; the clock only finds processes */
+		for (const char *const *p = mode_desc(s->mode)->progs; *p; p++) {
+			struct bpf_program *prog = bpf_object__find_program_by_name(s->skel->obj, *p);
+
+			if (prog)
+				add_prog_stats(prog, run_cnt, run_time_ns);
+		}
 		return 0;
 	}
 	add_prog_stats(s->skel->progs.on_sample, run_cnt, run_time_ns);

@@ -402,11 +402,11 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 		return -1;
 	if (r->started)
 		walk_blocked(r, py, pi.gen);
-	if (r->o->mode == MODE_ALLOC) {
+	if (mode_desc(r->o->mode)->allocator) {
 		char err[512];
 
 		if (sampler_attach_allocs(r->s, (uint32_t)py->pid, err, sizeof(err)))
-			say(r, "pid %d: --mode alloc: %s", py->pid, err);
+			say(r, "pid %d: --mode %s: %s", py->pid, mode_name(r->o->mode), err);
 	}
 	if (r->o->events) {
 		char err[512];
@@ -1379,7 +1379,7 @@ static int session_start(struct session *r, char *err, size_t errlen)
 		set_err(err, errlen, "cannot configure the sampler: %s", strerror(errno));
 		return 1;
 	}
-	if (o->cmd && o->mode == MODE_ALLOC) {
+	if (o->cmd && mode_desc(o->mode)->allocator) {
 		char libc[4096], aerr[512];
 
 		/* the allocator probes in before the program runs: put in when
@@ -1387,7 +1387,7 @@ static int session_start(struct session *r, char *err, size_t errlen)
 		if (!exec_libc_guess(o->cmd[0], libc, sizeof(libc)) &&
 		    sampler_hold_allocs(r->s, (uint32_t)r->child, libc, aerr, sizeof(aerr)) &&
 		    o->verbose)
-			fprintf(stderr, "pyperf-bpf: --mode alloc: %s\n", aerr);
+			fprintf(stderr, "pyperf-bpf: --mode %s: %s\n", mode_name(o->mode), aerr);
 	}
 	if (sampler_start(r->s, err, errlen))
 		return 1;
