@@ -201,7 +201,7 @@ static void wants(const struct opt_row *o, char *buf, size_t len)
 			 "1048576 or 2^30)", (unsigned long long)o->min, (unsigned long long)o->max);
 		break;
 	case OK_MODE:
-		snprintf(buf, len, "%s", MODE_NAMES);
+		mode_names(buf, len);
 		break;
 	default:
 		snprintf(buf, len, "true or false");

@@ -2,6 +2,7 @@
 #include "mode.h"
 
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const alloc_progs[] = { "on_malloc", "on_calloc", "on_alloc_arg2",
@@ -86,4 +87,21 @@ bool mode_owned(const char *name, bool map)
 		if (mode_wants(&mode_descs[i], true, name, map))
 			return true;
 	return false;
+}
+
+void mode_names(char *buf, size_t len)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < mode_ndescs; i++)
+		n += mode_descs[i].option;
+	buf[0] = 0;
+	for (size_t i = 0; i < mode_ndescs; i++)
+		if (mode_descs[i].option) {
+			size_t at = strlen(buf);
+
+			snprintf(buf + at, len - at, "%s%s", !k ? "" : k + 1 == n ? " or " : ", ",
+				 mode_descs[i].name);
+			k++;
+		}
 }

@@ -5,9 +5,8 @@
  * object's programs and maps the mode needs, and whether those are the
  * allocator probes.  The sampler, the session, the writers, top and the
  * daemon read these rows and never name a mode; adding a mode is its value
- * in enum pyperf_mode (bpf/pyperf.h), a row here (and its name in
- * MODE_NAMES) and its BPF header (bpf/MODE.bpf.h, included by
- * bpf/pyperf.bpf.c). */
+ * in enum pyperf_mode (bpf/pyperf.h), a row here and its BPF header
+ * (bpf/MODE.bpf.h, included by bpf/pyperf.bpf.c). */
 #ifndef PYPERF_MODE_H
 #define PYPERF_MODE_H
 
@@ -16,8 +15,6 @@
 #include <stdint.h>
 #include <string.h>
 #include "pyperf.h"
-
-#define MODE_NAMES "cpu, wall, offcpu, faults or alloc"
 
 /* what one count is */
 enum mode_quantity {
@@ -82,8 +79,10 @@ static inline const char *mode_name(enum pyperf_mode m)
 	return mode_desc(m)->name;
 }
 
-/* --mode's argument: 0 with *out set, -1 for a name not in MODE_NAMES */
+/* --mode's argument: 0 with *out set, -1 for a name not in mode_names */
 int mode_parse(const char *name, enum pyperf_mode *out);
+/* the --mode names, as a sentence lists them ("cpu, wall or alloc") */
+void mode_names(char *buf, size_t len);
 
 /* counts are nanoseconds of thread time */
 static inline bool mode_is_time(enum pyperf_mode m)
