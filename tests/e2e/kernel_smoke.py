@@ -346,6 +346,8 @@ def main():
                         os.path.join(out, "empty.folded")],
                        capture_output=True, text=True, timeout=300)
     info["walks"] = "bounded loops" if "bounded loops" in r.stderr else "bpf_loop"
+    # the probe of hash maps allocated at run time (6.1): before, preallocated
+    info["hash_maps"] = "preallocated" if "preallocated hash maps" in r.stderr else "at run time"
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"info": info, "checks": s.results}, f, indent=1)
 

@@ -35,6 +35,12 @@ CHECKS = ["cpu", "wall", "offcpu", "faults", "alloc", "leaks", "qsort", "top", "
           "dump", "btf"]
 # the series of the matrix, and how each walks (no bpf_loop before 5.17)
 SERIES = {"5.10": "bounded loops", "6.1": "bpf_loop", "6.12": "bpf_loop", "newest": "bpf_loop"}
+# whether a perf_event program may use a hash map allocated at run time
+# (6.1), as the loader's probe finds it (sampler_runtime_alloc_ok); where it
+# may not, native_procs is preallocated (5.17-6.0 would take bpf_loop and
+# refuse the map: the probe's answer, not bpf_loop's, decides)
+HASH_MAPS = {"5.10": "preallocated", "6.1": "at run time", "6.12": "at run time",
+             "newest": "at run time"}
 
 
 def workload_python():
@@ -76,6 +82,7 @@ def test_smoke_on_this_kernel(host_run, check):
     walks, (res, r) = host_run
     assert res, f"the smoke set wrote no results: {r.stderr[-2000:]}"
     assert res["info"]["walks"] == walks, res["info"]
+    assert res["info"]["hash_maps"] == "at run time", res["info"]  # 6.1 and later
     c = res["checks"][check]
     assert c["ok"], f"{check} ({walks}): {c['why']}"
 
@@ -165,6 +172,7 @@ def test_smoke_on_debian_kernel(vm_run, check):
     series, (res, why) = vm_run
     assert res, f"{series}: the guest wrote no results: {why}"
     assert res["info"]["walks"] == SERIES[series], res["info"]
+    assert res["info"]["hash_maps"] == HASH_MAPS[series], res["info"]
     c = res["checks"][check]
     assert c["ok"], f"{check} on {res['info']['kernel']}: {c['why']}"
 

@@ -7,6 +7,7 @@
  * flip and nothing is counted twice. */
 #include "sampler.h"
 #include "sampler_compat.h"
+#include "runcache.h"
 #include "minbtf.h"
 #include "errmsg.h"
 #include "clock.h"
@@ -225,14 +226,13 @@ int sampler_check_privileges(char *err, size_t errlen)
  * made once per boot (the BTF cannot change until the next one; /run is
  * emptied then too) in a directory only we may write.  NULL: read sysfs. */
 #define BTF_SYSFS "/sys/kernel/btf/vmlinux"
-#define BTF_CACHE_DIR "/run/pyperf-bpf"
+#define BTF_CACHE_DIR RUNCACHE_DIR
 
 /* this boot's id in boot (for the names of the copies), once the cache
- * directory is there and only we may write it */
+ * directory is there and only we may write it (runcache.h) */
 static bool btf_cache_ready(char *boot, size_t len)
 {
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	struct stat st;
 	bool ok;
 
 	if (!f)
@@ -240,12 +240,7 @@ static bool btf_cache_ready(char *boot, size_t len)
 	ok = fgets(boot, (int)len, f) != NULL;
 	fclose(f);
 	boot[strcspn(boot, "\n")] = 0;
-	if (!ok || !boot[0] || strchr(boot, '/'))
-		return false;
-	if (mkdir(BTF_CACHE_DIR, 0700) && errno != EEXIST)
-		return false;
-	return !lstat(BTF_CACHE_DIR, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-	       !(st.st_mode & 022);
+	return ok && boot[0] && !strchr(boot, '/') && runcache_ready();
 }
 
 static const char *cached_vmlinux_btf(char *path, size_t len)
@@ -489,7 +484,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct sampler *s;
-	bool compat;
+	bool compat, runtime_alloc;
 	int e, inner_fd = -1;
 
 	const char *btf = o->vmlinux_btf ? o->vmlinux_btf : "/sys/kernel/btf/vmlinux";
@@ -607,12 +602,17 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.offcpu_slots, 1u << bits);
 		s->skel->rodata->offcpu_slot_bits = bits;
 	}
-	if (compat) {
-		/* before 6.1 a perf_event program may use only preallocated
-		 * hash maps: native_procs is preallocated there, and smaller
-		 * (16 KiB a process) */
+	/* before 6.1 a perf_event program may use only preallocated hash
+	 * maps (the compat object's kernels, and 5.17-6.0 with bpf_loop):
+	 * native_procs is preallocated there, and smaller (16 KiB a process) */
+	runtime_alloc = sampler_runtime_alloc_ok(); /* asked in compat too: -v says */
+	if (compat || !runtime_alloc) {
 		struct bpf_map *m = s->skel->maps.native_procs;
 
+		if (o->verbose && !runtime_alloc)
+			fprintf(stderr, "pyperf-bpf: this kernel lets perf_event programs use only "
+				"preallocated hash maps (before 6.1): native_procs is preallocated, "
+				"for %d processes\n", COMPAT_NATIVE_PROCS);
 		bpf_map__set_map_flags(m, bpf_map__map_flags(m) & ~BPF_F_NO_PREALLOC);
 		bpf_map__set_max_entries(m, COMPAT_NATIVE_PROCS);
 	}
