@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,4 +49,20 @@ int runcache_write(const char *name, const void *data, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+uint64_t runcache_hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, c + i, 8);
+		h = (h ^ w) * 1099511628211ull;
+	}
+	for (; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211ull;
+	return h;
 }

@@ -10,12 +10,18 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define RUNCACHE_DIR "/run/pyperf-bpf"
 
 /* Make the directory if need be; true when it is there and only we may
  * write it. */
 bool runcache_ready(void);
+
+/* What a kept file was made from, or its checksum: FNV-1a's step over
+ * 8-byte words, then the tail's bytes, from h (RUNCACHE_HASH0 to start). */
+#define RUNCACHE_HASH0 1469598103934665603ull
+uint64_t runcache_hash(uint64_t h, const void *p, size_t n);
 
 /* Write len bytes of data as RUNCACHE_DIR/name, atomically; 0 or -1. */
 int runcache_write(const char *name, const void *data, size_t len);

@@ -40,23 +40,6 @@ static void read_builder(void)
 		snprintf(builder, sizeof(builder), "%.47s", hex);
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, c + i, 8);
-		h = (h ^ w) * 1099511628211ull;
-	}
-	for (; i < n; i++)
-		h = (h ^ c[i]) * 1099511628211ull;
-	return h;
-}
-
-#define FNV0 1469598103934665603ull
 
 /* the head of fd's binary (len and sum 0) and the file's name; false: none */
 static bool identify(int fd, struct head *h, char *name, size_t len)
@@ -78,7 +61,8 @@ static bool identify(int fd, struct head *h, char *name, size_t len)
 	h->mtime_ns = st.st_mtim.tv_nsec;
 	h->ctime_s = st.st_ctim.tv_sec;
 	h->ctime_ns = st.st_ctim.tv_nsec;
-	snprintf(name, len, "tab-%016llx.rows", (unsigned long long)fnv(FNV0, h, sizeof(*h)));
+	snprintf(name, len, "tab-%016llx.rows",
+		 (unsigned long long)runcache_hash(RUNCACHE_HASH0, h, sizeof(*h)));
 	return true;
 }
 
@@ -142,7 +126,7 @@ struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 	if (memcmp(&want, &got, sizeof(got)) || !(v = malloc(got.len * sizeof(*v))))
 		goto out;
 	if (!read_all(cfd, v, got.len * sizeof(*v)) ||
-	    fnv(FNV0, v, got.len * sizeof(*v)) != got.sum || !sound(v, got.len)) {
+	    runcache_hash(RUNCACHE_HASH0, v, got.len * sizeof(*v)) != got.sum || !sound(v, got.len)) {
 		free(v);
 		v = NULL;
 		goto out;
@@ -213,7 +197,7 @@ void table_cache_put(int fd, const struct unwind_row *v, size_t len)
 	memcpy(buf + sizeof(h), v, bytes);
 	((struct unwind_row *)(void *)(buf + sizeof(h)))[0].pc = 0;
 	h.len = len;
-	h.sum = fnv(FNV0, buf + sizeof(h), bytes);
+	h.sum = runcache_hash(RUNCACHE_HASH0, buf + sizeof(h), bytes);
 	memcpy(buf, &h, sizeof(h));
 	trim(sizeof(h) + bytes);
 	runcache_write(name, buf, sizeof(h) + bytes);

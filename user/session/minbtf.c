@@ -25,6 +25,7 @@
  * cut it might get wrong).  bpftool's `gen min_core_btf` does the same
  * offline; this runs where the profiler does, once per boot and object. */
 #include "minbtf.h"
+#include "runcache.h"
 #include "errmsg.h"
 
 #include <bpf/btf.h>
@@ -507,35 +508,18 @@ out:
 }
 
 /* Which object a cut was made for: a hash of what the cut is made from, the
- * object's types (.BTF) and relocations (.BTF.ext), not of the whole object.
- * FNV-1a's step over 8-byte words, then the tail's bytes. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-
-		memcpy(&w, c + i, 8);
-		h = (h ^ w) * 1099511628211ull;
-	}
-	for (; i < n; i++)
-		h = (h ^ c[i]) * 1099511628211ull;
-	return h;
-}
-
+ * object's types (.BTF) and relocations (.BTF.ext), not of the whole object. */
 static uint64_t object_key(const void *elf, size_t elf_len)
 {
 	size_t btf_len = 0, ext_len = 0;
 	const void *btf = elf_section(elf, elf_len, ".BTF", &btf_len);
 	const void *ext = elf_section(elf, elf_len, ".BTF.ext", &ext_len);
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = RUNCACHE_HASH0;
 
 	if (!btf || !ext) /* minbtf_write refuses such an object anyway */
-		return fnv(h, elf, elf_len);
-	h = fnv(h, btf, btf_len);
-	h = fnv(h ^ btf_len, ext, ext_len);
+		return runcache_hash(h, elf, elf_len);
+	h = runcache_hash(h, btf, btf_len);
+	h = runcache_hash(h ^ btf_len, ext, ext_len);
 	return h ^ ext_len;
 }
 
