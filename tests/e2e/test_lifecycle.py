@@ -37,6 +37,77 @@ def test_short_lived_command_keeps_names(python, tmp_path):
     assert all(names(f)[:1] == ["<module>"] for f, _ in stacks if "short_busy" in names(f))
 
 
+GONE = """
+import sys, time
+def spin(seconds):
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+def warm():
+    spin(0.6)
+def late():
+    spin(0.4)
+def late_and_long_named():
+    spin(0.4)
+warm()
+print("ready", flush=True)
+sys.stdin.readline()
+late()
+late_and_long_named()
+"""
+
+
+@supported_pythons()
+def test_code_first_seen_as_its_process_ends_is_named_after_it_is_gone(python, tmp_path):
+    """The loader names a new stack's code from the live process; a loader
+    that falls behind (a loaded machine: here it is stopped) finds the
+    process gone.  Its frames are then named from what the walk saw: the
+    file by its str, named before for other code of the same file; the name
+    when the walk saw all of it (up to 8 characters), else <freed code>; the
+    first line.  Before, such a frame was <unknown code 0x...>."""
+    src = tmp_path / "gone.py"
+    src.write_text(GONE)
+    out = tmp_path / "g.folded"
+    prof = subprocess.Popen([PYPERF, "-F", "999", "-o", str(out), "--", python[0], str(src)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert prof.stdout.readline().strip() == "ready", prof.stderr.read()
+        time.sleep(0.5)  # warm's stacks named, gone.py's str with them
+        child = [int(p) for p in open(f"/proc/{prof.pid}/task/{prof.pid}/children").read().split()]
+        assert len(child) == 1, child
+        os.kill(prof.pid, signal.SIGSTOP)
+        prof.stdin.write("go\n")
+        prof.stdin.flush()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # a zombie (its parent is stopped): no memory left
+            if open(f"/proc/{child[0]}/stat").read().rpartition(")")[2].split()[0] == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the workload did not end")
+    finally:
+        os.kill(prof.pid, signal.SIGCONT)
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    stacks = parse_folded(out.read_text())
+    lines = GONE.splitlines()
+    first = {f: lines.index(f"def {f}():") + 1 for f in ("late", "late_and_long_named")}
+    late = [(f, c) for f, c in stacks if "spin" in names(f)]
+    by = {}
+    for frames, c in stacks:
+        for fr in frames:
+            if "gone.py" in fr and "(" in fr:
+                by[fr] = by.get(fr, 0) + c
+    want_late = f"late ({src}:{first['late']})"
+    want_long = f"<freed code> ({src}:{first['late_and_long_named']})"
+    assert by.get(want_late, 0) > 100, sorted(by.items())
+    assert by.get(want_long, 0) > 100, sorted(by.items())
+    assert not [fr for frames, _ in late for fr in frames if fr.startswith("<unknown code")], \
+        sorted(by.items())
+
+
 def test_command_exit_status_is_passed_on(tmp_path):
     r = run_pyperf(["-d", "5", "-o", str(tmp_path / "x.folded"), "--", sys.executable, "-c",
                     "import sys; sys.exit(7)"])

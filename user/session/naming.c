@@ -25,14 +25,27 @@ struct py_image {
 	struct pyasync *async;       /* --async, once asyncio was found; NULL: none */
 	int copy_of;                 /* a forked copy: its parent, whose memory holds
 				      * the same objects (read once the copy is gone) */
+	struct hmap files;           /* co_filename's address -> struct seen_file *: the
+				      * files named, for code named once the process is
+				      * gone (name_from_seen) */
 };
+
+/* a file str named, and what the walk saw of it */
+struct seen_file {
+	struct str_seen seen;
+	char text[];
+};
+
+#define SEEN_FILES_MAX 1024 /* per image: files, not functions */
 
 static void image_free(void *v)
 {
 	struct py_image *im = v;
 
-	if (im)
+	if (im) {
 		free(im->async);
+		hmap_free(&im->files, free);
+	}
 	free(im);
 }
 
@@ -81,6 +94,8 @@ int naming_set_python(struct naming *n, struct profile *p, const struct pyproc *
 	im->types = py->types;
 	im->gen = gen;
 	im->copy_of = 0;
+	hmap_free(&im->files, free); /* another image's addresses */
+	memset(&im->files, 0, sizeof(im->files));
 	free(im->async); /* a new image: its asyncio is found afresh */
 	im->async = NULL;
 	describe(p, py->pid);
@@ -267,12 +282,81 @@ static void keep_for_parent(struct profile *p, int ppid, const struct func *fn,
 		(void)profile_keep_func(p, ppid, d, c);
 }
 
+/* Remember the file str at addr, named text, as the walk saw it. */
+static void remember_file(struct py_image *im, uint64_t addr, const struct str_seen *seen,
+			  const char *text)
+{
+	struct seen_file *sf;
+	size_t len;
+
+	if (!text || seen->length < 0 || hmap_get(&im->files, &addr, sizeof(addr)) ||
+	    im->files.len >= SEEN_FILES_MAX)
+		return;
+	len = strlen(text);
+	sf = malloc(sizeof(*sf) + len + 1);
+	if (!sf)
+		return;
+	sf->seen = *seen;
+	memcpy(sf->text, text, len + 1);
+	if (hmap_put(&im->files, &addr, sizeof(addr), sf))
+		free(sf);
+}
+
+/* A str's characters when the walk saw them all: a compact one-byte str
+ * of at most STR_TAIL characters (Latin-1, given as UTF-8); else NULL. */
+static char *str_from_tail(const struct str_seen *seen)
+{
+	char out[2 * STR_TAIL + 1];
+	size_t n = 0;
+
+	if (seen->length <= 0 || seen->tail_len != (uint64_t)seen->length)
+		return NULL; /* length == bytes only for one byte a character */
+	for (uint32_t i = 0; i < seen->tail_len; i++) {
+		uint8_t c = seen->tail[i];
+
+		if (c < 0x80) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = (char)(0xc0 | c >> 6);
+			out[n++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	out[n] = 0;
+	return strdup(out);
+}
+
+/* Code named once nothing of it can be read any more (the process is
+ * gone): its file from a file str of the same image named before, if the
+ * walk saw the same str (length, hash, last bytes) at that address; its
+ * name from the walk's last bytes when they are all of it, else
+ * PYREAD_FREED_NAME; its first line.  NULL without the file. */
+static struct func *name_from_seen(const struct py_image *im, const struct code_id *id)
+{
+	const struct seen_file *sf = hmap_get(&im->files, &id->filename, sizeof(id->filename));
+	struct func *f;
+
+	if (!sf || memcmp(&sf->seen, &id->file_seen, sizeof(sf->seen)) ||
+	    !(f = calloc(1, sizeof(*f))))
+		return NULL;
+	f->firstlineno = (int32_t)id->firstlineno;
+	f->lt_kind = im->off.linetable_kind;
+	f->file = strdup(sf->text);
+	f->name = str_from_tail(&id->name_seen);
+	if (!f->name)
+		f->name = strdup(PYREAD_FREED_NAME);
+	if (!f->file || !f->name) {
+		func_free(f);
+		return NULL;
+	}
+	return f;
+}
+
 /* the function of Python frame f of image gen, read once */
 static struct func *name_code(struct naming *n, struct profile *p, int pid, uint32_t gen,
 			      const struct py_frame *f)
 {
 	struct code_ref c = { .addr = f->code, .check = f->check, .gen = gen };
-	const struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
+	struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
 	struct func *fn = profile_code(p, pid, &c);
 	struct code_id id;
 	bool seen;
@@ -303,8 +387,12 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 		seen = sampler_code_id(n->sampler, (uint32_t)pid, f->code, f->check, &id) == 0 &&
 		       id.check == f->check;
 		fn = pyread_code(pid, f->code, f->check, &im->off, &im->types, seen ? &id : NULL);
+		if (fn && seen)
+			remember_file(im, id.filename, &id.file_seen, fn->file);
 		if (!fn && seen) /* gone: named from what the walk saw */
 			fn = pyread_code_id(pid, &id, &im->off, &im->types);
+		if (!fn && seen) /* the process too */
+			fn = name_from_seen(im, &id);
 		if (!fn && im->copy_of)
 			fn = name_from_parent(n, p, im->copy_of, &c);
 		if (fn && im->copy_of)
