@@ -40,7 +40,6 @@ static void read_builder(void)
 		snprintf(builder, sizeof(builder), "%.47s", hex);
 }
 
-
 /* the head of fd's binary (len and sum 0) and the file's name; false: none */
 static bool identify(int fd, struct head *h, char *name, size_t len)
 {
