@@ -351,6 +351,24 @@ static struct func *name_from_seen(const struct py_image *im, const struct code_
 	return f;
 }
 
+/* Has pid ended (no process, or a zombie: no memory left to read)? */
+static bool process_gone(int pid)
+{
+	char path[64], buf[512], *close_paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	close_paren = strrchr(buf, ')');
+	return close_paren && (close_paren[1] == ' ') &&
+	       (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
 /* the function of Python frame f of image gen, read once */
 static struct func *name_code(struct naming *n, struct profile *p, int pid, uint32_t gen,
 			      const struct py_frame *f)
@@ -391,8 +409,13 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 			remember_file(im, id.filename, &id.file_seen, fn->file);
 		if (!fn && seen) /* gone: named from what the walk saw */
 			fn = pyread_code_id(pid, &id, &im->off, &im->types);
-		if (!fn && seen) /* the process too */
+		if (!fn && seen && process_gone(pid)) { /* the process too */
 			fn = name_from_seen(im, &id);
+			/* not kept under c: a read that failed for another reason
+			 * (a pid reused?) must not name this code for good */
+			if (fn)
+				return profile_keep_func(p, pid, fn, NULL) ? NULL : fn;
+		}
 		if (!fn && im->copy_of)
 			fn = name_from_parent(n, p, im->copy_of, &c);
 		if (fn && im->copy_of)
