@@ -409,17 +409,15 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 			remember_file(im, id.filename, &id.file_seen, fn->file);
 		if (!fn && seen) /* gone: named from what the walk saw */
 			fn = pyread_code_id(pid, &id, &im->off, &im->types);
-		if (!fn && seen && process_gone(pid)) { /* the process too */
-			fn = name_from_seen(im, &id);
-			/* not kept under c: a read that failed for another reason
-			 * (a pid reused?) must not name this code for good */
-			if (fn)
-				return profile_keep_func(p, pid, fn, NULL) ? NULL : fn;
-		}
 		if (!fn && im->copy_of)
 			fn = name_from_parent(n, p, im->copy_of, &c);
 		if (fn && im->copy_of)
 			keep_for_parent(p, im->copy_of, fn, &c);
+		/* the process too: from what the walk saw and the files named
+		 * before; not kept under c, so that a read that failed for
+		 * another reason does not name this code for good */
+		if (!fn && seen && process_gone(pid) && (fn = name_from_seen(im, &id)))
+			return profile_keep_func(p, pid, fn, NULL) ? NULL : fn;
 	}
 	if (fn)
 		return profile_keep_func(p, pid, fn, &c) ? NULL : fn;
