@@ -74,7 +74,7 @@ def test_code_first_seen_as_its_process_ends_is_named_after_it_is_gone(python, t
                             stderr=subprocess.PIPE, text=True)
     try:
         assert prof.stdout.readline().strip() == "ready", prof.stderr.read()
-        time.sleep(0.5)  # warm's stacks named, gone.py's str with them
+        time.sleep(1.0)  # warm's stacks named, gone.py's str with them (a loaded machine)
         child = [int(p) for p in open(f"/proc/{prof.pid}/task/{prof.pid}/children").read().split()]
         assert len(child) == 1, child
         os.kill(prof.pid, signal.SIGSTOP)

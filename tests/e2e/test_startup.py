@@ -233,7 +233,9 @@ def merged_run(tmp_path):
     """a merged -v recording of split.py: {binary: (rows, how)}, and the
     share of samples, of those taken with their tables in, whose native part
     was merged under Python frames"""
-    stacks, _, r = record_workload(one_python(), tmp_path, "split.py", "1",
+    # 2 s: over 100 samples with their tables in, even on a loaded machine
+    # whose first table came late
+    stacks, _, r = record_workload(one_python(), tmp_path, "split.py", "2",
                                    str(tmp_path / "truth.json"), hz=499, extra=["-v"])
     tables = {}
     for m in TABLE_RE.finditer(r.stderr):  # its first load: a table may go and come back

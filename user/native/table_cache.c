@@ -191,7 +191,8 @@ void table_cache_put(int fd, const struct unwind_row *v, size_t len)
 	char *buf;
 
 	if (!len || bytes > TABLE_CACHE_MAX_ONE || !identify(fd, &h, name, sizeof(name)) ||
-	    !runcache_ready() || !(buf = malloc(sizeof(h) + bytes)))
+	    !runcache_ready() /* before trim removes anything there */ ||
+	    !(buf = malloc(sizeof(h) + bytes)))
 		return;
 	memcpy(buf + sizeof(h), v, bytes);
 	((struct unwind_row *)(void *)(buf + sizeof(h)))[0].pc = 0;
