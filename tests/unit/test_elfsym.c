@@ -461,6 +461,55 @@ static void test_procmaps_finds_own_executable(void **state)
 	procmaps_free(&m);
 }
 
+/* The image a process runs (procmaps_image): the same in a forked copy as
+ * in its parent, another after the copy execs, none once it has ended (a
+ * zombie has no memory) or is reaped.  The loader relies on it to undo an
+ * adoption read before an exec (session.c, adopt). */
+static void test_image_changes_at_exec_not_at_fork(void **state)
+{
+	struct proc_image mine, child, zombie;
+	int go[2], execd[2];
+	char c;
+	pid_t pid;
+	siginfo_t si;
+
+	(void)state;
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(execd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { "sleep", "30", NULL };
+
+		close(go[1]);
+		close(execd[0]);
+		if (read(go[0], &c, 1) == 1)
+			execvp("sleep", argv);
+		_exit(127);
+	}
+	close(go[0]);
+	close(execd[1]);
+	assert_int_equal(procmaps_image(getpid(), &mine), 0);
+	assert_int_equal(procmaps_image(pid, &child), 0);
+	assert_memory_equal(&mine, &child, sizeof(mine));
+	assert_true(procmaps_same_image(pid, &child));
+
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(read(execd[0], &c, 1), 0); /* closed by the exec */
+	assert_false(procmaps_same_image(pid, &child));
+	assert_int_equal(procmaps_image(pid, &child), 0);
+	assert_true(procmaps_same_image(pid, &child));
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(procmaps_image(pid, &zombie), -1);
+	assert_false(procmaps_same_image(pid, &child));
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(procmaps_image(pid, &zombie), -1);
+	close(go[1]);
+	close(execd[0]);
+}
+
 static void test_host_path(void **state)
 {
 	char buf[64], tiny[8];
@@ -594,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_procmaps_nonexistent_pid),
 		cmocka_unit_test(test_procmaps_self_spaces_deleted),
 		cmocka_unit_test(test_procmaps_finds_own_executable),
+		cmocka_unit_test(test_image_changes_at_exec_not_at_fork),
 		cmocka_unit_test(test_host_path),
 		cmocka_unit_test(test_file_path),
 		cmocka_unit_test_setup_teardown(test_load_bias_libpython312, child_setup,

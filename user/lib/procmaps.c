@@ -18,6 +18,7 @@
 #include "errmsg.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -244,6 +245,59 @@ char *procmaps_file_path(int pid, const struct proc_map *m, char *buf, size_t le
 	if (!procmaps_host_path(pid, m->path, buf, len))
 		return NULL;
 	return access(buf, F_OK) == 0 ? buf : NULL;
+}
+
+/* fields of /proc/PID/stat, counted from 1 as proc(5) does: startcode,
+ * endcode, startstack; start_data .. env_end (Linux 3.5) */
+static const int image_fields[] = { 26, 27, 28, 45, 46, 47, 48, 49, 50, 51 };
+
+int procmaps_image(int pid, struct proc_image *out)
+{
+	char path[64], buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd, field = 3; /* the one after ") " */
+	size_t k = 0;
+	bool any = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	if (!p || p[1] != ' ') {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(out, 0, sizeof(*out));
+	for (p += 2; *p && k < sizeof(image_fields) / sizeof(image_fields[0]); field++) {
+		if (field == image_fields[k]) {
+			out->v[k] = strtoull(p, NULL, 10);
+			any |= out->v[k] != 0;
+			k++;
+		}
+		p = strchr(p, ' ');
+		if (!p)
+			break;
+		p++;
+	}
+	if (k < sizeof(image_fields) / sizeof(image_fields[0]) || !any) {
+		errno = ESRCH; /* a zombie's (no memory) reads all zero */
+		return -1;
+	}
+	return 0;
+}
+
+bool procmaps_same_image(int pid, const struct proc_image *was)
+{
+	struct proc_image now;
+
+	return procmaps_image(pid, &now) == 0 && !memcmp(&now, was, sizeof(now));
 }
 
 int procmaps_ns_pid(int pid)

@@ -60,6 +60,21 @@ char *procmaps_file_path(int pid, const struct proc_map *m, char *buf, size_t le
  * JIT inside a pid namespace writes; pid itself when it cannot be read. */
 int procmaps_ns_pid(int pid);
 
+/* Which memory image a process runs: where the kernel put its code, data,
+ * heap, stack, arguments and environment (/proc/PID/stat), which an exec
+ * lays out afresh (and randomizes).  A process read before an exec and
+ * after it differs here; a forked copy and its parent do not. */
+struct proc_image {
+	uint64_t v[10];
+};
+
+/* pid's image now; -1 (errno set) when it is gone or has no memory (a
+ * zombie, a kernel thread) */
+int procmaps_image(int pid, struct proc_image *out);
+
+/* Is pid still running the image `was`? (false when it is gone) */
+bool procmaps_same_image(int pid, const struct proc_image *was);
+
 /* Final component of a mapping's path ("" for anonymous mappings). */
 const char *procmaps_basename(const struct proc_map *map);
 

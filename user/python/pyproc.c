@@ -220,6 +220,11 @@ enum pyproc_status pyproc_inspect(int pid, struct pyproc *out, char *err, size_t
 	enum pyproc_status st;
 
 	memset(out, 0, sizeof(*out));
+	/* before the maps: an exec from here on shows as another image */
+	if (procmaps_image(pid, &out->image) && kill(pid, 0) && errno == ESRCH) {
+		set_err(err, errlen, "pid %d: no such process", pid);
+		return PYPROC_GONE;
+	}
 	if (procmaps_read(pid, &maps, err, errlen)) {
 		if (errno == ESRCH || errno == ENOENT) {
 			set_err(err, errlen, "pid %d: no such process", pid);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "procmaps.h"
 #include "pyperf.h"
 #include "pyread.h"
 
@@ -27,6 +28,9 @@ struct pyproc {
 	char binary[PATH_MAX];       /* file that holds _PyRuntime, as the process maps it */
 	char binary_file[PATH_MAX + 32]; /* where the profiler opens that very file
 				      * (procmaps_file_path) */
+	struct proc_image image;     /* the image read (procmaps_image, taken
+				      * first): what was read is still so while
+				      * procmaps_same_image holds */
 };
 
 /* Classify pid.  On PYPROC_OK *out is filled; otherwise err says why, in one

@@ -400,6 +400,19 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 	update_native(r, py->pid); /* before the sampler knows the process */
 	if (sampler_set_proc(r->s, py->pid, &pi))
 		return -1;
+	/* It exec'ed since it was read (a child of fork or vfork on its way to
+	 * its exec): the sampler's exec hook ran before the entry went in, and
+	 * the exec's event, still queued, would find the process known and
+	 * leave it so, read through the old image's addresses.  Undone: the
+	 * new image is announced, and read, afresh. */
+	if (!procmaps_same_image(py->pid, &py->image)) {
+		sampler_forget(r->s, (uint32_t)py->pid);
+		native_proc_forget(&r->nat, py->pid);
+		async_forget(r, py->pid);
+		if (r->o->verbose)
+			say(r, "pid %d: exec'ed or ended while it was read, not taken", py->pid);
+		return -1;
+	}
 	if (r->started)
 		walk_blocked(r, py, pi.gen);
 	if (mode_desc(r->o->mode)->allocator) {
@@ -671,8 +684,8 @@ static void on_exec(void *ctx, int pid)
 	/* The sampler forgot the process at its exec (on_exec in BPF), so
 	 * if it knows it now, the loader adopted it since: an announcement
 	 * from before the exec, handled after it, read the new image (a
-	 * command's child, a shell's): that adoption stands, a second would
-	 * make the one image two */
+	 * command's child, a shell's; adopt made sure of it): that adoption
+	 * stands, a second would make the one image two */
 	if (sampler_has_proc(r->s, (uint32_t)pid))
 		return;
 
