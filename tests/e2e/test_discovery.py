@@ -19,21 +19,29 @@ from pprofread import pprof_raw
 
 @supported_pythons()
 def test_whole_host_mode_finds_process_started_during_run(python, tmp_path):
-    out = tmp_path / "all.folded"
-    rec = subprocess.Popen([PYPERF, "-d", "4", "-F", "199", "-v", "-o", str(out)],
-                           stderr=subprocess.PIPE, text=True)
+    out, log = tmp_path / "all.folded", tmp_path / "err.log"
+    # -v's lines go to a file: a pipe nobody reads till the end fills, and a
+    # loader blocked on it classifies nothing
+    with open(log, "w") as errf:
+        rec = subprocess.Popen([PYPERF, "-d", "4", "-F", "199", "-v", "-o", str(out)],
+                               stderr=errf, text=True)
     try:
-        time.sleep(1.0)
+        deadline = time.monotonic() + 60
+        while "sampling at" not in log.read_text() and rec.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        time.sleep(0.2) # started during the run, not before it
         work = subprocess.run([python[0], os.path.join(WORKLOADS, "split.py"), "1.5",
                                str(tmp_path / "t.json")], capture_output=True, timeout=60)
         assert work.returncode == 0
-        _, err = rec.communicate(timeout=60)
+        rec.wait(timeout=60)
     finally:
         if rec.poll() is None:
             rec.kill()
+    err = log.read_text()
     assert rec.returncode == 0, err
     mine = [(f, c) for f, c in parse_folded(out.read_text()) if "split.py" in f[0]]
-    assert mine, "the process started during the run was not profiled"
+    assert mine, f"the process started during the run was not profiled: {err}"
     assert {"leaf_a", "leaf_b", "leaf_c"} <= {py_leaf(f) for f, _ in mine}
 
 
