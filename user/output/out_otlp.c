@@ -381,8 +381,10 @@ static Profile *profile(struct builder *b, struct res *r, int64_t period)
 	otlp__profile__init(p);
 	otlp__value_type__init(st);
 	otlp__value_type__init(pt);
-	st->type_strindex = str_index(b, mode == MODE_CPU ? "samples" : mode_type(mode));
-	st->unit_strindex = str_index(b, mode == MODE_CPU ? "count" : mode_unit(mode));
+	st->type_strindex = str_index(b, mode_desc(mode)->quantity == MQ_SAMPLES ? "samples"
+									       : mode_type(mode));
+	st->unit_strindex = str_index(b, mode_desc(mode)->quantity == MQ_SAMPLES ? "count"
+									       : mode_unit(mode));
 	pt->type_strindex = str_index(b, mode_type(mode));
 	pt->unit_strindex = str_index(b, mode_unit(mode));
 	p->sample_type = st;

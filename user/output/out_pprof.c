@@ -119,7 +119,8 @@ static Sample *new_sample(struct builder *b, const struct psample *s, const uint
 	}
 	memcpy(x->location_id, ids, n * sizeof(*ids));
 	x->n_location_id = n;
-	x->n_value = b->c->mode == MODE_CPU ? 2 : b->c->mode == MODE_LEAKS ? 4 : 1;
+	x->n_value = mode_desc(b->c->mode)->quantity == MQ_SAMPLES ? 2
+		     : mode_desc(b->c->mode)->report == MR_LIVE ? 4 : 1;
 	x->label[0] = new_label(b, "pid", NULL, s->stack->pid);
 	x->label[1] = new_label(b, "thread_id", NULL, s->tid);
 	x->label[2] = new_label(b, "thread_name", profile_thread_name(b->c->prof, s->tid), 0);
@@ -154,7 +155,7 @@ static void add_sample(struct builder *b, const struct psample *s, uint64_t *key
 			return;
 		}
 	}
-	if (b->c->mode == MODE_LEAKS) { /* Go's heap profile: alloc_*, then inuse_* */
+	if (mode_desc(b->c->mode)->report == MR_LIVE) { /* Go's heap profile: alloc_*, then inuse_* */
 		x->value[0] += (int64_t)s->heap[PROFILE_HEAP_ALLOC_OBJECTS];
 		x->value[1] += (int64_t)s->heap[PROFILE_HEAP_ALLOC_BYTES];
 		x->value[2] += (int64_t)s->heap[PROFILE_HEAP_INUSE_OBJECTS];
@@ -162,7 +163,7 @@ static void add_sample(struct builder *b, const struct psample *s, uint64_t *key
 		return;
 	}
 	x->value[0] += (int64_t)s->count;
-	if (b->c->mode == MODE_CPU)
+	if (mode_desc(b->c->mode)->quantity == MQ_SAMPLES)
 		x->value[1] += (int64_t)s->count * period;
 }
 
@@ -322,10 +323,10 @@ static int encode(struct builder *b, FILE *f, int64_t period)
 		errno = ENOMEM;
 		return -1;
 	}
-	if (b->c->mode == MODE_CPU) {
+	if (mode_desc(b->c->mode)->quantity == MQ_SAMPLES) { /* [samples, count], [cpu, ns] */
 		p.n_sample_type = 2;
 		p.sample_type = types;
-	} else if (b->c->mode == MODE_LEAKS) {
+	} else if (mode_desc(b->c->mode)->report == MR_LIVE) {
 		p.n_sample_type = 4;
 		p.sample_type = heap;
 	} else { /* the quantity itself: [wall or offcpu, nanoseconds], [faults, bytes] */

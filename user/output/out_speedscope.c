@@ -266,7 +266,9 @@ static void put_thread(struct sbuf *b, const struct out_ctx *c, const struct psa
 	sb_puts(b, "{\"type\":\"sampled\",\"name\":");
 	profile_name(b, c, first);
 	sb_printf(b, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-		  mode_is_bytes(c->mode) ? "bytes" : c->freq > 0 || c->mode != MODE_CPU ? "nanoseconds" : "none", (unsigned long long)(t->count * period));
+		  mode_is_bytes(c->mode) ? "bytes"
+		  : c->freq > 0 || mode_desc(c->mode)->quantity != MQ_SAMPLES ? "nanoseconds" : "none",
+		  (unsigned long long)(t->count * period));
 	for (size_t i = 0; i < t->n; i++) {
 		sb_puts(b, i ? ",[" : "[");
 		for (size_t j = 0; j < t->st[i].n; j++)
@@ -357,7 +359,8 @@ int out_speedscope(FILE *f, const struct out_ctx *c)
 	struct psample **v = out_samples(c, &n);
 	/* no frequency: weights are counts, unit "none"; off-CPU modes count
 	 * nanoseconds already, faults bytes */
-	uint64_t period = c->mode != MODE_CPU ? 1 : c->freq > 0 ? 1000000000ull / (uint64_t)c->freq : 1;
+	uint64_t period = mode_desc(c->mode)->quantity != MQ_SAMPLES ? 1
+			  : c->freq > 0 ? 1000000000ull / (uint64_t)c->freq : 1;
 	struct frames fr;
 	struct sbuf profiles = { 0 };
 	int rc = -1;
