@@ -50,6 +50,8 @@ int func_line(const struct func *f, uint32_t instr)
 
 	if (f->line)
 		return f->line;
+	if (f->no_lines)
+		return 0;
 	if (!f->lt || instr == UINT32_MAX)
 		return f->firstlineno;
 	line = linetable_addr2line(f->lt_kind, f->lt, f->lt_len, f->firstlineno, (int)instr);

@@ -13,6 +13,7 @@
 #ifndef PYPERF_FRAME_H
 #define PYPERF_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -42,6 +43,9 @@ struct func {
 	uint8_t *lt;           /* line table bytes */
 	size_t lt_len;
 	uint8_t kind;          /* enum func_kind (FN_PYTHON: 0) */
+	bool no_lines;         /* named from what the walk saw once its process had
+				* ended: no line table was read, so no line is
+				* known (func_line says 0) */
 	/* native functions: */
 	const struct binary *bin; /* NULL: no known binary (JIT code, [unknown]) */
 	uint64_t addr;         /* ELF address of the symbol, or of the code if unnamed */

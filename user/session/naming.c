@@ -340,6 +340,7 @@ static struct func *name_from_seen(const struct py_image *im, const struct code_
 		return NULL;
 	f->firstlineno = (int32_t)id->firstlineno;
 	f->lt_kind = im->off.linetable_kind;
+	f->no_lines = true;
 	f->file = strdup(sf->text);
 	f->name = str_from_tail(&id->name_seen);
 	if (!f->name)
