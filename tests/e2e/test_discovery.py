@@ -52,7 +52,7 @@ THIRTEEN_PLUS = [p for p in SUPPORTED if p[1] >= (3, 13)]
 def test_313_plus_uses_debug_offsets(python, tmp_path):
     out = tmp_path / "d.folded"
     r = subprocess.run([PYPERF, "-v", "-F", "199", "-o", str(out), "--", python[0], "-c",
-                        "import time\nend=time.monotonic()+0.5\nwhile time.monotonic()<end: pass"],
+                        "import time\nend=time.monotonic()+1.5\nwhile time.monotonic()<end: pass"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "offsets from _Py_DebugOffsets" in r.stderr, r.stderr
