@@ -43,9 +43,6 @@ struct func {
 	uint8_t *lt;           /* line table bytes */
 	size_t lt_len;
 	uint8_t kind;          /* enum func_kind (FN_PYTHON: 0) */
-	bool no_lines;         /* named from what the walk saw once its process had
-				* ended: no line table was read, so no line is
-				* known (func_line says 0) */
 	/* native functions: */
 	const struct binary *bin; /* NULL: no known binary (JIT code, [unknown]) */
 	uint64_t addr;         /* ELF address of the symbol, or of the code if unnamed */
@@ -55,6 +52,9 @@ struct func {
 	int line;
 	uint32_t seen;         /* the last sweep that found a kept stack holding
 				* it (native_sweep_begin); never set on FN_MARK */
+	bool no_lines;         /* named from what the walk saw once its process had
+				* ended: no line table was read, so no line is
+				* known (func_line says 0) */
 };
 
 /* Where a subinterpreter's frames begin: a marker "<interpreter ID>". */
