@@ -30,7 +30,7 @@ def test_whole_host_mode_finds_process_started_during_run(python, tmp_path):
         while "sampling at" not in log.read_text() and rec.poll() is None:
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        time.sleep(0.2) # started during the run, not before it
+        time.sleep(0.2)  # started during the run, not before it
         work = subprocess.run([python[0], os.path.join(WORKLOADS, "split.py"), "1.5",
                                str(tmp_path / "t.json")], capture_output=True, timeout=60)
         assert work.returncode == 0

@@ -79,11 +79,11 @@ def test_faults_under_load_name_every_frame_where_it_ran(python, loader, tmp_pat
     the recording, and the workload ends as soon as it has printed; "gone":
     the loader is also stopped once the workload's warm() has faulted under
     main (named then) until the workload has ended, so toucher's stacks are
-    named once it is gone.  Every frame in
-    faults.py must be one of its functions at a line that function has, or
-    at line 0 where none can be known (code first named after its process
-    ended; <freed code> only so), in call order: toucher under main's
-    generator under <module>, with its share of the faulted bytes."""
+    named once it is gone.  Every frame in faults.py must be one of its
+    functions at a line that function has, or at line 0 where none can be
+    known (code first named after its process ended; <freed code> only so),
+    in call order: toucher under main's generator under <module>, with its
+    share of the faulted bytes."""
     out = tmp_path / "p.folded"
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     prof = subprocess.Popen([PYPERF, "--mode", "faults", "-o", str(out), "--", python[0],

@@ -6,11 +6,11 @@ Usage: faults.py [MB [TIMES [LINGER [wait]]]]: toucher runs TIMES times
 (default once), each time on a fresh bytearray (the one before is freed:
 glibc gives such big blocks back to the kernel); with "wait", warm()
 faults 4 MiB in the same way, then it prints "warm" and reads a line before
-going on.  Prints one JSON line: the bytes toucher
-touched and each function's lines (first, last), then lives on for LINGER
-seconds (default half a second): the profiler reads its stacks' names from
-the live process, and the whole run takes a few tenths of a second, which a
-loaded CI machine can take to name them."""
+going on.  Prints one JSON line: the bytes toucher touched and each
+function's lines (first, last), then lives on for LINGER seconds (default
+half a second): the profiler reads its stacks' names from the live process,
+and the whole run takes a few tenths of a second, which a loaded CI machine
+can take to name them."""
 import json
 import sys
 import time
