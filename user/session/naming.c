@@ -355,19 +355,9 @@ static struct func *name_from_seen(const struct py_image *im, const struct code_
 /* Has pid ended (no process, or a zombie: no memory left to read)? */
 static bool process_gone(int pid)
 {
-	char path[64], buf[512], *close_paren;
-	FILE *f;
-	size_t n;
+	struct proc_image img;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (!(f = fopen(path, "re")))
-		return true;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	close_paren = strrchr(buf, ')');
-	return close_paren && (close_paren[1] == ' ') &&
-	       (close_paren[2] == 'Z' || close_paren[2] == 'X');
+	return procmaps_image(pid, &img) != 0;
 }
 
 /* the function of Python frame f of image gen, read once */
