@@ -4,7 +4,8 @@
  * frames built by hand in this process's memory with each version's
  * offsets: 3.8 and 3.10 (PyFrameObject, f_lasti in bytes and in code
  * units), 3.11 (is_entry), 3.12 and 3.13 (entry shims owned by the C
- * stack), and a 3.14-style tagged code reference. */
+ * stack), and a 3.14-style tagged code reference; and the walk to a
+ * thread's bottom frame that finds its threading.Thread (user/python/pyobj.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "py_offsets_table.h"
+#include "pyobj.h"
 #include "pywalk.h"
 
 #define OBJ 1024 /* bytes of every fake object */
@@ -264,6 +266,54 @@ static void bad_reads_and_loops_are_flagged(void **state)
 	free(a);
 }
 
+/* a compact ASCII str object holding text, in obj */
+static uint64_t put_str(uint8_t *obj, const struct py_offsets *o, const char *text)
+{
+	uint64_t len = strlen(text);
+	uint32_t state = 1 << 2 | 1 << 5 | 1 << 6; /* 1-byte kind, compact, ascii */
+
+	memcpy(obj + o->unicode_length, &len, sizeof(len));
+	memcpy(obj + o->unicode_state, &state, sizeof(state));
+	memcpy(obj + o->unicode_ascii_size, text, len + 1);
+	return (uint64_t)(uintptr_t)obj;
+}
+
+/* The Thread object is the first local of threading's _bootstrap, the
+ * thread's bottom frame.  A chain that comes back on itself (frames freed
+ * and reused while they are read) has no bottom: it is given up at once,
+ * wherever the loop starts, not after 100000 frames read as a bottom. */
+static void a_thread_object_is_found_at_the_bottom_not_in_a_loop(void **state)
+{
+	const struct py_offsets *o = py_offsets_for_version(3, 12);
+	uint8_t *objs[8], *strs[4], *code[3], *ts;
+	const char *text[4] = { "work", "_bootstrap_inner", "_bootstrap", "/usr/lib/threading.py" };
+	struct spec s[3];
+	uint64_t self = 0x7f0000abc000ull;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		strs[i] = calloc(1, OBJ);
+	for (int i = 0; i < 3; i++) {
+		code[i] = calloc(1, OBJ);
+		put64(code[i], o->code_name, put_str(strs[i], o, text[i]));
+		put64(code[i], o->code_filename, put_str(strs[3], o, text[3]));
+		s[i] = (struct spec){ code[i], 0, 0 };
+	}
+	ts = chain(o, s, 3, objs); /* objs[2] leaf .. objs[4] _bootstrap */
+	put64(objs[4], o->frame_localsplus, self);
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts), self);
+	/* the bottom links to the leaf, to the middle frame, to itself */
+	for (int to = 2; to <= 4; to++) {
+		put64(objs[4], o->frame_back, (uint64_t)(uintptr_t)objs[to]);
+		assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts), 0);
+	}
+	put64(objs[4], o->frame_back, 0);
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts), self);
+	free_all(objs, 5);
+	free_all(strs, 4);
+	free_all(code, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +324,7 @@ int main(void)
 		cmocka_unit_test(walk_312_313_marks_frames_above_shims),
 		cmocka_unit_test(tagged_code_references_are_untagged),
 		cmocka_unit_test(bad_reads_and_loops_are_flagged),
+		cmocka_unit_test(a_thread_object_is_found_at_the_bottom_not_in_a_loop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -797,14 +797,22 @@ int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t c
 
 uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate)
 {
-	uint64_t frame = rd(pid, tstate + o->tstate_frame), bottom = 0, code = 0;
+	uint64_t frame = rd(pid, tstate + o->tstate_frame), bottom = 0, code = 0, mark;
+	unsigned since_mark = 0, mark_every = 1;
 	char *s;
 
 	if (!known(o))
 		return 0;
 	if (frame && o->cframe_current_frame != PYPERF_NO_OFFSET)
 		frame = rd(pid, frame + o->cframe_current_frame);
-	/* the outermost frame that runs code (3.12+ shims own none worth having) */
+	/* the outermost frame that runs code (3.12+ shims own none worth
+	 * having).  The thread runs while its frames are read: a frame freed
+	 * meanwhile may link to a newer one, and the chain comes back on
+	 * itself.  Brent's check ends such a walk within twice the loop's
+	 * length (a mark moved to the frame reached at steps 1, 2, 4, 8, ...;
+	 * reaching the mark again is a loop), not after MAX_FRAMES steps of
+	 * three reads each, which blocked the loader for half a second. */
+	mark = frame;
 	for (unsigned i = 0; frame && i < MAX_FRAMES; i++) {
 		uint64_t c = py_frame_code(o, rd(pid, frame + o->frame_code));
 		uint8_t owner = 0;
@@ -816,8 +824,17 @@ uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstat
 			code = c;
 		}
 		frame = rd(pid, frame + o->frame_back);
+		if (frame == mark)
+			return 0;
+		if (++since_mark == mark_every) {
+			mark = frame;
+			since_mark = 0;
+			mark_every *= 2;
+		}
 	}
-	if (!bottom || !str_is(pid, o, rd(pid, code + o->code_name), "_bootstrap"))
+	/* a chain that did not end (a loop the check missed as the frames
+	 * changed, or deeper than MAX_FRAMES) has no bottom known */
+	if (frame || !bottom || !str_is(pid, o, rd(pid, code + o->code_name), "_bootstrap"))
 		return 0;
 	s = pyread_str(pid, rd(pid, code + o->code_filename), o);
 	if (!s || strlen(s) < 12 || strcmp(s + strlen(s) - 12, "threading.py")) {
