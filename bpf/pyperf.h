@@ -216,14 +216,16 @@ struct code_id_key {
 /* A str as the walk saw it: its length, cached hash (-1: not computed yet)
  * and last characters, which tell whether the object at its address is
  * still that str (a file name's hash is often never computed, and another
- * "<gen 215>" has the length of "<gen 109>") */
-#define STR_TAIL 8
+ * "<gen 215>" has the length of "<gen 109>").  When they are all of it (a
+ * name, most file paths), they name the code even once its process has
+ * ended before the loader read anything of it. */
+#define STR_TAIL 128
 struct str_seen {
 	__s64 length;                /* -1: not read */
 	__s64 hash;
 	__u8 tail[STR_TAIL];         /* the last bytes of its characters, zero-padded */
 	__u32 tail_len;              /* how many: 0 when not read (not compact) */
-	__u32 pad;
+	__u32 kind;                  /* bytes a character (1, 2, 4) when tail_len is set */
 };
 struct code_id {
 	__u64 filename, name;        /* co_filename, co_name */

@@ -172,14 +172,16 @@ static __always_inline __u32 code_check(struct walk_ctx *c, __u64 code, struct c
 }
 
 /* a str's length, hash and last bytes: what the loader checks the str at
- * that address against when it names a code object freed since (str_seen,
- * pyperf.h; the state bits as pyread.c reads them) */
+ * that address against when it names a code object freed since, and names
+ * it by when the process is gone (str_seen, pyperf.h; the state bits as
+ * pyread.c reads them) */
 static __always_inline void str_seen(const struct py_offsets *o, __u64 str, struct str_seen *out)
 {
 	__u32 state, kind;
 	__u64 bytes, data;
 
 	out->tail_len = 0;
+	out->kind = 0;
 	*(__u64 *)out->tail = 0;
 	/* PyASCIIObject: the length, then the hash, in every version */
 	if (bpf_probe_read_user(out, 16, (void *)(str + o->unicode_length))) {
@@ -193,6 +195,7 @@ static __always_inline void str_seen(const struct py_offsets *o, __u64 str, stru
 	    out->length > (1 << 24))
 		return;
 	bytes = (__u64)out->length * kind;
+	out->kind = kind;
 	data = str + (((state >> 6) & 1) ? o->unicode_ascii_size : o->unicode_compact_size);
 	if (bytes >= STR_TAIL) {
 		if (!bpf_probe_read_user(out->tail, STR_TAIL, (void *)(data + bytes - STR_TAIL)))

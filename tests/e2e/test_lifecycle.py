@@ -48,14 +48,19 @@ def warm():
     spin(0.6)
 def late():
     spin(0.4)
-def late_and_long_named():
+def late_and_longer_named():
+    spin(0.4)
+def late_LONG():
     spin(0.4)
 warm()
 print("ready", flush=True)
 sys.stdin.readline()
 late()
-late_and_long_named()
+late_and_longer_named()
+late_LONG()
 """
+LONG = "late_" + "n" * 130  # more than the walk keeps of a str (STR_TAIL, 128 bytes)
+GONE = GONE.replace("late_LONG", LONG)
 
 
 @supported_pythons()
@@ -64,7 +69,7 @@ def test_code_first_seen_as_its_process_ends_is_named_after_it_is_gone(python, t
     that falls behind (a loaded machine: here it is stopped) finds the
     process gone.  Its frames are then named from what the walk saw: the
     file by its str, named before for other code of the same file; the name
-    when the walk saw all of it (up to 8 characters), else <freed code>; line
+    when the walk saw all of it (up to 128 bytes), else <freed code>; line
     0, since its line table was never read (its def line would look like a
     place it ran).  Before, such a frame was <unknown code 0x...>."""
     src = tmp_path / "gone.py"
@@ -100,8 +105,10 @@ def test_code_first_seen_as_its_process_ends_is_named_after_it_is_gone(python, t
             if "gone.py" in fr and "(" in fr:
                 by[fr] = by.get(fr, 0) + c
     want_late = f"late ({src}:0)"
+    want_longer = f"late_and_longer_named ({src}:0)"
     want_long = f"<freed code> ({src}:0)"
     assert by.get(want_late, 0) > 100, sorted(by.items())
+    assert by.get(want_longer, 0) > 100, sorted(by.items())
     assert by.get(want_long, 0) > 100, sorted(by.items())
     assert not [fr for frames, _ in late for fr in frames if fr.startswith("<unknown code")], \
         sorted(by.items())

@@ -69,7 +69,11 @@ def test_faults_go_to_the_function_that_touched_the_memory(python, tmp_path):
     assert not any("busy" in map(func_name, f) and c > 0.05 * total for f, c in stacks)
 
 
-@pytest.mark.parametrize("loader", ["live", "gone"])
+def zombie(pid):
+    return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] == "Z"
+
+
+@pytest.mark.parametrize("loader", ["live", "gone", "cold"])
 @supported_pythons()
 def test_faults_under_load_name_every_frame_where_it_ran(python, loader, tmp_path):
     """Issue 41's 3.15 misread, seen twice in CI on a loaded machine: every
@@ -79,31 +83,51 @@ def test_faults_under_load_name_every_frame_where_it_ran(python, loader, tmp_pat
     the recording, and the workload ends as soon as it has printed; "gone":
     the loader is also stopped once the workload's warm() has faulted under
     main (named then) until the workload has ended, so toucher's stacks are
-    named once it is gone.  Every frame in faults.py must be one of its
+    named once it is gone; "cold": the loader attaches (-p) after warm() and
+    is stopped from then on until the workload has ended, so nothing of
+    faults.py, not even its file name, is read while the process lives:
+    every name comes from what the walk copied.  Every frame in faults.py
+    must be one of its
     functions at a line that function has, or at line 0 where none can be
     known (code first named after its process ended; <freed code> only so),
     in call order: toucher under main's generator under <module>, with its
     share of the faulted bytes."""
-    out = tmp_path / "p.folded"
+    out, log = tmp_path / "p.folded", tmp_path / "v.log"
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    prof = subprocess.Popen([PYPERF, "--mode", "faults", "-o", str(out), "--", python[0],
-                             os.path.join(WORKLOADS, "faults.py"), MB, "1", "0", "wait"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    work = [python[0], os.path.join(WORKLOADS, "faults.py"), MB, "1", "0", "wait"]
+    attach = loader == "cold"
+    pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if attach:  # the workload first; the loader attaches once it is warm
+        w = subprocess.Popen(work, **pipes)
+        prof = None
+    else:
+        w = prof = subprocess.Popen([PYPERF, "--mode", "faults", "-o", str(out), "--"] + work,
+                                    stderr=subprocess.PIPE, **pipes)
     stopped = False
     try:
-        assert prof.stdout.readline().strip() == "warm", prof.stderr.read()
-        time.sleep(0.5)  # main and <module> named, the file's str with them
-        if loader == "gone":
+        assert w.stdout.readline().strip() == "warm", "the workload did not get warm"
+        if attach:
+            with open(log, "w") as f:
+                prof = subprocess.Popen([PYPERF, "--mode", "faults", "-v", "-o", str(out),
+                                         "-p", str(w.pid)], stdout=f, stderr=f)
+            child = [w.pid]
+            deadline = time.monotonic() + 60
+            # adopted, then sampling (what -v says in that order for -p)
+            while "sampling at" not in log.read_text():
+                assert prof.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.02)
+        else:
+            time.sleep(0.5)  # main and <module> named, the file's str with them
             child = [int(p) for p in
                      open(f"/proc/{prof.pid}/task/{prof.pid}/children").read().split()]
+        if loader != "live":
             os.kill(prof.pid, signal.SIGSTOP)
             stopped = True
-        prof.stdin.write("go\n")
-        prof.stdin.flush()
+        w.stdin.write("go\n")
+        w.stdin.flush()
         if stopped:
             deadline = time.monotonic() + 60
-            while open(f"/proc/{child[0]}/stat").read().rpartition(")")[2].split()[0] != "Z":
+            while not zombie(child[0]):
                 assert time.monotonic() < deadline, "the workload did not end"
                 time.sleep(0.05)
     finally:
@@ -112,7 +136,12 @@ def test_faults_under_load_name_every_frame_where_it_ran(python, loader, tmp_pat
         for b in burners:
             b.kill()
             b.wait()
-    rest, err = prof.communicate(timeout=120)
+    if attach:
+        rest, _ = w.communicate(timeout=120)
+        prof.wait(timeout=120)
+        err = log.read_text()
+    else:
+        rest, err = prof.communicate(timeout=120)
     assert prof.returncode == 0, err
     stacks = parse_folded(out.read_text())
     ranges = json.loads(rest.strip().splitlines()[-1])["lines"]
@@ -141,6 +170,9 @@ def test_faults_under_load_name_every_frame_where_it_ran(python, loader, tmp_pat
                       "faults.py" in f[i - 1] for i, fr in enumerate(f) if i)]
     assert not unnamed, unnamed
     assert toucher_bytes(stacks) >= 0.9 * total, stacks
+    if loader == "cold":  # all of each name and of the file's path came with the walk
+        assert not any(fr.startswith("<freed code>") and "faults.py" in fr
+                       for f, _ in stacks for fr in f), stacks
 
 
 def test_faults_formats_carry_the_mode_and_the_same_totals(tmp_path):

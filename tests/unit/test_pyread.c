@@ -202,6 +202,7 @@ static void str_saw(struct str_seen *seen, const uint8_t *str, const struct py_o
 		return;
 	bytes = (uint64_t)seen->length * kind;
 	n = bytes >= STR_TAIL ? STR_TAIL : bytes;
+	seen->kind = kind;
 	memcpy(seen->tail, str + ((state >> 6) & 1 ? o->unicode_ascii_size : o->unicode_compact_size) +
 			   bytes - n, n);
 	seen->tail_len = (uint32_t)n;
@@ -323,6 +324,55 @@ static void freed_code_objects_are_named_from_what_the_walk_saw(void **state)
 	free(c);
 }
 
+/* What the walk saw of a str names it when it saw all of it, in each of the
+ * three widths; a str longer than STR_TAIL bytes, or one it saw no
+ * characters of, is not guessed at. */
+static void a_str_seen_whole_is_its_text(void **state)
+{
+	const struct py_offsets *o = py_offsets_for_version(3, 12);
+	uint8_t buf[512];
+	uint16_t ucs2[] = { 'f', 0x3b1 };             /* f, alpha */
+	uint32_t ucs4[] = { 0x1f600, 'x' };           /* emoji, x */
+	uint8_t latin1[] = { 'c', 0xe9 };              /* c, e-acute */
+	char path[STR_TAIL + 2];
+	struct str_seen seen;
+	char *s;
+
+	(void)state;
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(1, 1), 7, "toucher", 7), o);
+	assert_string_equal(s = pyread_seen_text(&seen), "toucher");
+	free(s);
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(1, 0), 2, latin1, 2), o);
+	assert_string_equal(s = pyread_seen_text(&seen), "c\xc3\xa9");
+	free(s);
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(2, 0), 2, ucs2, 4), o);
+	assert_string_equal(s = pyread_seen_text(&seen), "f\xce\xb1");
+	free(s);
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(4, 0), 2, ucs4, 8), o);
+	assert_string_equal(s = pyread_seen_text(&seen), "\xf0\x9f\x98\x80x");
+	free(s);
+	/* STR_TAIL characters are all of it; one more is not */
+	memset(path, '/', sizeof(path));
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(1, 1), STR_TAIL, path, STR_TAIL), o);
+	assert_non_null(s = pyread_seen_text(&seen));
+	assert_int_equal(strlen(s), STR_TAIL);
+	free(s);
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(1, 1), STR_TAIL + 1, path,
+						     STR_TAIL + 1), o);
+	assert_null(pyread_seen_text(&seen));
+	/* 64 UCS-2 characters fill the tail, yet are not 128 Latin-1 ones */
+	str_saw(&seen, (uint8_t *)(uintptr_t)make_str(buf, o, STATE(2, 0), STR_TAIL / 2, path,
+						     STR_TAIL), o);
+	assert_int_equal(seen.tail_len, STR_TAIL);
+	assert_non_null(s = pyread_seen_text(&seen));
+	assert_int_equal(strlen(s), 3 * STR_TAIL / 2); /* U+2F2F, three bytes each */
+	free(s);
+	seen.kind = 1;
+	assert_null(pyread_seen_text(&seen));
+	seen.length = -1; /* not read */
+	assert_null(pyread_seen_text(&seen));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +381,7 @@ int main(void)
 		cmocka_unit_test(freed_code_objects_are_not_named_from_freed_strings),
 		cmocka_unit_test(freed_code_objects_are_named_from_what_the_walk_saw),
 		cmocka_unit_test(strings_reused_since_the_walk_are_refused),
+		cmocka_unit_test(a_str_seen_whole_is_its_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -329,6 +329,16 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
 	return f;
 }
 
+char *pyread_seen_text(const struct str_seen *seen)
+{
+	unsigned kind = seen->kind;
+
+	if (seen->length <= 0 || (kind != 1 && kind != 2 && kind != 4) ||
+	    seen->tail_len > STR_TAIL || seen->tail_len != (uint64_t)seen->length * kind)
+		return NULL;
+	return to_utf8(seen->tail, (uint64_t)seen->length, kind, 0, false, NULL);
+}
+
 struct func *pyread_code_id(int pid, const struct code_id *id, const struct py_offsets *o,
 			    const struct py_types *t)
 {

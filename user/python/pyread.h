@@ -47,6 +47,10 @@ struct func *pyread_code(int pid, uint64_t code, uint32_t check, const struct py
  * live, as it saw them (the name PYREAD_FREED_NAME if only the file does), its first line
  * (no line table); NULL if its file is gone too. */
 #define PYREAD_FREED_NAME "<freed code>"
+
+/* The characters of a str as the walk saw it (struct str_seen), as UTF-8,
+ * when it saw them all (STR_TAIL bytes at most); else NULL. */
+char *pyread_seen_text(const struct str_seen *seen);
 struct func *pyread_code_id(int pid, const struct code_id *id, const struct py_offsets *o,
 			    const struct py_types *t);
 

@@ -302,47 +302,29 @@ static void remember_file(struct py_image *im, uint64_t addr, const struct str_s
 		free(sf);
 }
 
-/* A str's characters when the walk saw them all: a compact one-byte str
- * of at most STR_TAIL characters (Latin-1, given as UTF-8); else NULL. */
-static char *str_from_tail(const struct str_seen *seen)
-{
-	char out[2 * STR_TAIL + 1];
-	size_t n = 0;
-
-	if (seen->length <= 0 || seen->tail_len != (uint64_t)seen->length)
-		return NULL; /* length == bytes only for one byte a character */
-	for (uint32_t i = 0; i < seen->tail_len; i++) {
-		uint8_t c = seen->tail[i];
-
-		if (c < 0x80) {
-			out[n++] = (char)c;
-		} else {
-			out[n++] = (char)(0xc0 | c >> 6);
-			out[n++] = (char)(0x80 | (c & 0x3f));
-		}
-	}
-	out[n] = 0;
-	return strdup(out);
-}
-
 /* Code named once nothing of it can be read any more (the process is
  * gone): its file from a file str of the same image named before, if the
- * walk saw the same str (length, hash, last bytes) at that address; its
- * name from the walk's last bytes when they are all of it, else
- * PYREAD_FREED_NAME; its first line.  NULL without the file. */
+ * walk saw the same str (length, hash, last bytes) at that address, else
+ * from the walk's last bytes when they are all of it; its name from those
+ * likewise, else PYREAD_FREED_NAME; its first line.  NULL without the
+ * file. */
 static struct func *name_from_seen(const struct py_image *im, const struct code_id *id)
 {
 	const struct seen_file *sf = hmap_get(&im->files, &id->filename, sizeof(id->filename));
+	char *file = sf && !memcmp(&sf->seen, &id->file_seen, sizeof(sf->seen))
+			     ? strdup(sf->text)
+			     : pyread_seen_text(&id->file_seen);
 	struct func *f;
 
-	if (!sf || memcmp(&sf->seen, &id->file_seen, sizeof(sf->seen)) ||
-	    !(f = calloc(1, sizeof(*f))))
+	if (!file || !file[0] || !(f = calloc(1, sizeof(*f)))) {
+		free(file);
 		return NULL;
+	}
 	f->firstlineno = (int32_t)id->firstlineno;
 	f->lt_kind = im->off.linetable_kind;
 	f->no_lines = true;
-	f->file = strdup(sf->text);
-	f->name = str_from_tail(&id->name_seen);
+	f->file = file;
+	f->name = pyread_seen_text(&id->name_seen);
 	if (!f->name)
 		f->name = strdup(PYREAD_FREED_NAME);
 	if (!f->file || !f->name) {
