@@ -1,7 +1,9 @@
 """Bad input: one line on stderr, a non-zero exit, and no output file (nor a
 temporary one) left behind."""
 import os
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -62,6 +64,31 @@ def test_no_such_pid(tmp_path):
     p.wait()  # a pid that existed and is gone now
     r = run_pyperf(["-p", str(p.pid), "-d", "1", "-o", str(tmp_path / "x.folded")])
     assert_clean_failure(r, tmp_path, "no such process")
+
+
+def test_pid_that_ends_while_it_is_attached_to(tmp_path):
+    """The loader reads a -p process, writes its entry, then checks that the
+    process is still the image it read (an exec or an exit in between would
+    leave an entry read through the wrong addresses).  gdb holds the loader
+    at that check while the process is killed: one clear line, not "cannot
+    configure the sampler: No such file or directory"."""
+    if not shutil.which("gdb"):
+        pytest.fail("gdb is missing: scripts/setup --test-deps installs it")
+    t = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); "
+                          "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert t.stdout.readline().strip() == "ready"
+        r = subprocess.run(["gdb", "-q", "-batch", "-ex", "break procmaps_same_image", "-ex", "run",
+                            "-ex", f"shell kill -9 {t.pid}", "-ex", "continue", "--args", PYPERF,
+                            "-p", str(t.pid), "-d", "2", "-o", str(tmp_path / "x.folded")],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        t.kill()
+        t.wait()
+    assert "hit Breakpoint 1" in r.stdout, r.stdout + r.stderr
+    assert "exited with code 01" in r.stdout, r.stdout  # gdb's own status is 0
+    assert_clean_failure(subprocess.CompletedProcess(r.args, 1, r.stdout, r.stderr), tmp_path,
+                         f"pid {t.pid}: the process ended while it was attached to")
 
 
 def test_pid_that_is_not_python(tmp_path):

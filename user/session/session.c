@@ -411,6 +411,7 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 		async_forget(r, py->pid);
 		if (r->o->verbose)
 			say(r, "pid %d: exec'ed or ended while it was read, not taken", py->pid);
+		errno = ESRCH;
 		return -1;
 	}
 	if (r->started)
@@ -971,9 +972,21 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 		struct pyproc py;
 		int pid = r->o->pids[i];
 
-		if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
+		struct proc_image img;
+		int tries = 3, rc;
+
+		/* one that exec'ed while it was read is read again */
+		do {
+			if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
+				return -1;
+			rc = sampler_add_target(r->s, pid) || adopt(r, &py, 0);
+		} while (rc && errno == ESRCH && --tries && procmaps_image(pid, &img) == 0);
+		if (rc && errno == ESRCH) {
+			set_err(err, errlen, "pid %d: the process %s while it was attached to", pid,
+				tries ? "ended" : "kept exec'ing");
 			return -1;
-		if (sampler_add_target(r->s, pid) || adopt(r, &py, 0)) {
+		}
+		if (rc) {
 			set_err(err, errlen, "pid %d: cannot configure the sampler: %s", pid,
 				 strerror(errno));
 			return -1;
