@@ -970,10 +970,8 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < r->o->npids; i++) {
 		struct pyproc py;
-		int pid = r->o->pids[i];
-
 		struct proc_image img;
-		int tries = 3, rc;
+		int pid = r->o->pids[i], tries = 3, rc;
 
 		/* one that exec'ed while it was read is read again */
 		do {
@@ -983,7 +981,7 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 		} while (rc && errno == ESRCH && --tries && procmaps_image(pid, &img) == 0);
 		if (rc && errno == ESRCH) {
 			set_err(err, errlen, "pid %d: the process %s while it was attached to", pid,
-				tries ? "ended" : "kept exec'ing");
+				procmaps_image(pid, &img) ? "ended" : "kept exec'ing");
 			return -1;
 		}
 		if (rc) {
