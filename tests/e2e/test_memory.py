@@ -87,11 +87,10 @@ def test_faults_under_load_name_every_frame_where_it_ran(python, loader, tmp_pat
     is stopped from then on until the workload has ended, so nothing of
     faults.py, not even its file name, is read while the process lives:
     every name comes from what the walk copied.  Every frame in faults.py
-    must be one of its
-    functions at a line that function has, or at line 0 where none can be
-    known (code first named after its process ended; <freed code> only so),
-    in call order: toucher under main's generator under <module>, with its
-    share of the faulted bytes."""
+    must be one of its functions at a line that function has, or at line 0
+    where none can be known (code first named after its process ended;
+    <freed code> only so), in call order: toucher under main's generator
+    under <module>, with its share of the faulted bytes."""
     out, log = tmp_path / "p.folded", tmp_path / "v.log"
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     work = [python[0], os.path.join(WORKLOADS, "faults.py"), MB, "1", "0", "wait"]
