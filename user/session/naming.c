@@ -327,7 +327,7 @@ static struct func *name_from_seen(const struct py_image *im, const struct code_
 	f->name = pyread_seen_text(&id->name_seen);
 	if (!f->name)
 		f->name = strdup(PYREAD_FREED_NAME);
-	if (!f->file || !f->name) {
+	if (!f->name) {
 		func_free(f);
 		return NULL;
 	}

@@ -374,7 +374,9 @@ static void walk_blocked(struct session *r, const struct pyproc *py, uint32_t ge
 		    n == 1 ? "" : "s");
 }
 
-/* py is a CPython process to profile, as generation gen (0: a new one) */
+/* py is a CPython process to profile, as generation gen (0: a new one).
+ * 0: taken; 1: not taken, as it exec'ed or ended since it was read; -1: the
+ * sampler refused it. */
 static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 {
 	struct proc_info pi;
@@ -411,8 +413,7 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 		async_forget(r, py->pid);
 		if (r->o->verbose)
 			say(r, "pid %d: exec'ed or ended while it was read, not taken", py->pid);
-		errno = ESRCH;
-		return -1;
+		return 1;
 	}
 	if (r->started)
 		walk_blocked(r, py, pi.gen);
@@ -977,9 +978,9 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 		do {
 			if (pyproc_inspect(pid, &py, err, errlen) != PYPROC_OK)
 				return -1;
-			rc = sampler_add_target(r->s, pid) || adopt(r, &py, 0);
-		} while (rc && errno == ESRCH && --tries && procmaps_image(pid, &img) == 0);
-		if (rc && errno == ESRCH) {
+			rc = sampler_add_target(r->s, pid) ? -1 : adopt(r, &py, 0);
+		} while (rc == 1 && --tries && procmaps_image(pid, &img) == 0);
+		if (rc == 1) {
 			set_err(err, errlen, "pid %d: the process %s while it was attached to", pid,
 				procmaps_image(pid, &img) ? "ended" : "kept exec'ing");
 			return -1;
