@@ -156,7 +156,7 @@ VERIFIED_ONCE int request_table(__u32 tgid, __u32 table)
 	if (t && now < *t)
 		return 0;
 	bpf_map_update_elem(&table_req, &table, &next, BPF_ANY);
-	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), RB_WAKE);
 	return 0;
 }
 
@@ -177,7 +177,7 @@ VERIFIED_ONCE int request_maps(__u32 tgid, __u64 pc)
 	if (t && now < *t)
 		return 0;
 	bpf_map_update_elem(&maps_req, &tgid, &next, BPF_ANY);
-	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), RB_WAKE);
 	return 0;
 }
 

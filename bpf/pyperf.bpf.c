@@ -246,6 +246,13 @@ struct {
 } events SEC(".maps");
 /* bytes waiting from which any new stack wakes the loader: a quarter */
 const volatile __u32 ringbuf_wake_at = 1 << 20;
+/* A record the loader must see now (a process event, a table or mappings
+ * wanted, a new Python part, a filling map or ring) wakes it whatever is
+ * waiting before it.  The ring's default (flags 0) wakes only a reader that
+ * has read everything, and most new stacks go in without a wake-up: behind
+ * one, a record with flags 0 would wait for the loader's next turn, which
+ * is up to a second away (it sleeps until a task is due: session.c). */
+#define RB_WAKE BPF_RB_FORCE_WAKEUP
 
 /* A return address and its unwind row, cached per CPU: the same call sites
  * come back sample after sample (and frame after frame in recursion), and a
@@ -436,7 +443,7 @@ static __always_inline void send_event(__u32 kind, __u32 pid)
 {
 	struct ev_header ev = { .kind = kind, .pid = pid };
 
-	bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	bpf_ringbuf_output(&events, &ev, sizeof(ev), RB_WAKE);
 }
 
 /* A process we cannot sample yet: ask the loader, at most every 50 ms (the
@@ -456,7 +463,7 @@ static __always_inline void announce_unknown(__u32 tgid, __u64 weight)
 		return;
 	}
 	bpf_map_update_elem(&skip, &tgid, &next, BPF_ANY);
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0) == 0)
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), RB_WAKE) == 0)
 		stat_inc(STAT_NEW_PID_EVENTS);
 }
 
@@ -515,7 +522,7 @@ static __always_inline void timeline_note(const struct stack_key *key, __u64 ts,
 	e->flags = flags;
 	e->cpu = bpf_get_smp_processor_id();
 	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
-			      0 : BPF_RB_NO_WAKEUP);
+			      RB_WAKE : BPF_RB_NO_WAKEUP);
 }
 
 /* Add weight to this stack (one sample, or nanoseconds).  When the key is new
@@ -578,7 +585,7 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 	if (!size || bpf_ringbuf_output(&events, s->wire, size,
 					wake || map_fill[idx & 1] >= counts_wake_at ||
 					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
-					0 : BPF_RB_NO_WAKEUP)) {
+					RB_WAKE : BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_RINGBUF_FULL);
 		return false;
 	}
@@ -932,7 +939,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		if (nm)
 			bpf_map_update_elem(&native_procs, &ctgid, nm, BPF_ANY);
 		changed = true;
-		if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0)) {
+		if (bpf_ringbuf_output(&events, &ev, sizeof(ev), RB_WAKE)) {
 			bpf_map_delete_elem(&procs, &ctgid);
 			bpf_map_delete_elem(&native_procs, &ctgid);
 		}
