@@ -22,13 +22,18 @@ exec to exit, RSS) are `make bench`'s; here, what makes them small:
   BPF object, kept in /run/pyperf-bpf; the whole 5.5 MB is not read.
 - Unwind tables: a binary's table is built once and kept in /run/pyperf-bpf
   for later runs of the same build (the verifier is now most of what is
-  left; the embedded BPF objects carry no DWARF)."""
+  left; the embedded BPF objects carry no DWARF).
+- The loop (after the start-up, but what a short or idle run spends most of
+  its remaining CPU on): it sleeps until its next task is due, about once a
+  second, not every 100 ms, since the ends of the command and of -p targets
+  wake it as pidfds (user/session/waits.c)."""
 import json
 import os
 import re
 import stat
 import struct
 import subprocess
+import time
 
 import pytest
 
@@ -311,3 +316,45 @@ def test_a_binarys_unwind_table_is_built_once_and_read_by_later_runs(tmp_path):
         assert kept_table(b) == kept[b], f"{b}: built again, its table differs from the one kept"
     assert not [f for f in os.listdir("/run/pyperf-bpf") if f.endswith(".tmp")], \
         "a temporary file was left behind"
+
+
+def test_the_loop_sleeps_until_its_next_task_is_due(tmp_path):
+    """An idle -p target costs the loader about one wake-up a second (a drain
+    and a look at the threads' names, due together), not ten; and the loader
+    still ends as soon as its target ends, even one its parent has not
+    reaped yet (a zombie: kill(pid, 0) would call it alive)."""
+    py = one_python()
+    idle = "import time\nwhile True: time.sleep(0.05)\n"
+    target = subprocess.Popen([py, "-c", idle])
+    try:
+        stats = tmp_path / "s.json"
+        r = subprocess.run([PYPERF, "record", "-p", str(target.pid), "-d", "4", "-F", "99",
+                            "--python-only", "--allow-empty", "-o", str(tmp_path / "idle.folded"),
+                            "--stats-json", str(stats)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        wakeups = json.loads(stats.read_text())["loader_wakeups"]
+        # 4 s: 4 drains with the names, the warm-up stamp, and what the ring
+        # buffer woke it for (a new process's first stacks); every 100 ms
+        # would be 40
+        assert 1 <= wakeups <= 15, wakeups
+        # attached for 60 s, the target killed and left unreaped
+        prof = subprocess.Popen([PYPERF, "record", "-v", "-p", str(target.pid), "-d", "60",
+                                 "-F", "99", "--python-only", "--allow-empty",
+                                 "-o", str(tmp_path / "end.folded")],
+                                stderr=subprocess.PIPE, text=True)
+        for line in prof.stderr:
+            if "pyperf-bpf: sampling at" in line:
+                break
+        target.kill()
+        killed = time.monotonic()
+        prof.stderr.read()
+        assert prof.wait(timeout=60) == 0
+        took = time.monotonic() - killed
+        assert os.path.exists(f"/proc/{target.pid}"), "the target was reaped meanwhile"
+        # it ends at its next turn: the pidfd wakes it at once (the figure
+        # allows for a loaded machine; -d would be 60 s)
+        assert took < 20, took
+    finally:
+        target.kill()
+        target.wait()

@@ -1196,20 +1196,20 @@ void sampler_stop(struct sampler *s)
 	}
 }
 
-int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd)
+int sampler_poll(struct sampler *s, int timeout_ms, struct pollfd *more, size_t nmore)
 {
-	struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
-			       { .fd = wake_fd, .events = POLLIN } };
-	int n = poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
+	struct pollfd p[SAMPLER_POLL_MAX + 1] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN } };
+	int n;
 
+	if (nmore > SAMPLER_POLL_MAX)
+		nmore = SAMPLER_POLL_MAX;
+	if (nmore)
+		memcpy(p + 1, more, nmore * sizeof(*more));
+	n = poll(p, nmore + 1, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	if (wake_fd >= 0 && (p[1].revents & POLLIN)) {
-		uint64_t v;
-
-		if (read(wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			return -errno;
-	}
+	for (size_t i = 0; i < nmore; i++)
+		more[i].revents = p[1 + i].revents;
 	n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
 }

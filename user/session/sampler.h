@@ -3,6 +3,7 @@
 #ifndef PYPERF_SAMPLER_H
 #define PYPERF_SAMPLER_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,9 +163,11 @@ int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint
 /* Has thread tid of pid an off-CPU slot (the sampler saw it leave the CPU
  * since its process was profiled)? */
 bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid);
-/* Wait up to timeout_ms for ring buffer records, or for wake_fd (an eventfd,
- * -1: none) to be signalled, and handle the records. */
-int sampler_poll(struct sampler *s, int timeout_ms, int wake_fd);
+/* Wait up to timeout_ms for ring buffer records or for one of more[] (up to
+ * SAMPLER_POLL_MAX of them; their revents set, fd < 0 passed over), and
+ * handle the records. */
+#define SAMPLER_POLL_MAX 256
+int sampler_poll(struct sampler *s, int timeout_ms, struct pollfd *more, size_t nmore);
 /* Hand every count gathered so far to fn and clear it.  Ring buffer records
  * written before those counts are handled first, so every count's stack is
  * known when fn sees it. */

@@ -30,6 +30,7 @@
 #include "pyproc.h"
 #include "pyread.h"
 #include "sampler.h"
+#include "waits.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -132,6 +133,7 @@ struct session {
 	double first_native_ms;      /* first stack with a whole native part; -1: none */
 	double warm_cpu;             /* loader CPU when warmed up; -1: not reached */
 	double end_cpu;              /* loader CPU when sampling ended */
+	uint64_t wakeups;            /* the loop's turns (each a poll that returned) */
 };
 
 /* The loader's CPU is also reported from this long after sampling started:
@@ -1130,12 +1132,33 @@ static void run_loop(struct session *r, uint64_t start)
 				    : PRUNE_EVERY_NS;
 	uint64_t next_drain = start + drain_ns, next_prune = start + prune_ns;
 	uint64_t next_names = start + THREAD_NAMES_EVERY_NS;
+	struct waits w;
+	/* what is looked at by polling: the view's keys, --async's tasks */
+	bool polled = r->h->should_stop || o->async_stacks;
 
+	if (waits_init(&w, native_wake_fd(&r->nat), r->child, o->pids, o->npids))
+		polled = true; /* no memory: no fds, every POLL_MS as ever */
 	while (!stop_signal) {
-		uint64_t now;
+		uint64_t now = clock_mono_ns(), due = next_drain < next_names ? next_drain : next_names;
+		int ms;
 
-		sampler_poll(r->s, r->newborn.len ? try_newborns(r) : POLL_MS,
-			     native_wake_fd(&r->nat));
+		if (end < due)
+			due = end;
+		if (r->warm_cpu < 0 && start + WARMUP_NS < due)
+			due = start + WARMUP_NS;
+		ms = due > now ? (int)((due - now + 999999) / 1000000) : 0;
+		if ((polled || !w.fds || waits_polled(&w)) && ms > POLL_MS)
+			ms = POLL_MS;
+		if (r->newborn.len) {
+			int nb = try_newborns(r);
+
+			if (nb < ms)
+				ms = nb;
+		}
+		sampler_poll(r->s, ms, w.fds, w.fds ? w.nfds : 0);
+		r->wakeups++;
+		if (w.fds)
+			waits_after_poll(&w);
 		native_poll(&r->nat); /* tables the worker built */
 		if (o->async_stacks)
 			async_retry(r);
@@ -1192,9 +1215,10 @@ static void run_loop(struct session *r, uint64_t start)
 			break;
 		if (o->cmd && reap_child(r, WNOHANG))
 			break;
-		if (o->npids && !any_pid_alive(o))
+		if (o->npids && !(w.fds ? waits_any_target_alive(&w) : any_pid_alive(o)))
 			break;
 	}
+	waits_free(&w);
 	/* the command stops with us: with our signal, or at the end of -d like
 	 * Ctrl-C, now, so it cleans up while the profile is written; but `leaks`
 	 * first reads what the command holds, before its exit frees it */
@@ -1254,6 +1278,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_U("unwind_evicted", nt->evicted), STAT_U("unwind_reclaimed", nt->reclaimed),
 		STAT_D("load_s", r->load_s, 3), STAT_D("first_complete_native_ms", r->first_native_ms, 1),
 		STAT_D("warmup_s", WARMUP_NS / 1e9, 1), STAT_D("loader_cpu_after_warmup_s", warm, 6),
+		STAT_U("loader_wakeups", r->wakeups),
 		STAT_D("after_warmup_s", secs - WARMUP_NS / 1e9, 3),
 		STAT_D("loader_write_cpu_s", cpu - r->end_cpu, 6),
 		STAT_U("switch_run_cnt", scnt), STAT_U("switch_run_time_ns", sns),
