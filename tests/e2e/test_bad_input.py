@@ -78,9 +78,15 @@ def test_pid_that_ends_while_it_is_attached_to(tmp_path):
                           "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
         assert t.stdout.readline().strip() == "ready"
+        # SIGKILL takes effect when the target next runs: on a loaded machine
+        # the loader could go on before it did.  gdb waits until it is a
+        # zombie (dead, not reaped: this test is its parent)
+        dead = (f"shell while ! grep -q '^{t.pid} (.*) Z' /proc/{t.pid}/stat; do sleep 0.05; "
+                "done")
         r = subprocess.run(["gdb", "-q", "-batch", "-ex", "break procmaps_same_image", "-ex", "run",
-                            "-ex", f"shell kill -9 {t.pid}", "-ex", "continue", "--args", PYPERF,
-                            "-p", str(t.pid), "-d", "2", "-o", str(tmp_path / "x.folded")],
+                            "-ex", f"shell kill -9 {t.pid}", "-ex", dead, "-ex", "continue",
+                            "--args", PYPERF, "-p", str(t.pid), "-d", "2",
+                            "-o", str(tmp_path / "x.folded")],
                            capture_output=True, text=True, timeout=120)
     finally:
         t.kill()
