@@ -86,7 +86,7 @@ __u32 procs_epoch = 1;
 __u32 map_full[2] = {}; /* initialised: laid out where defined, in both objects */
 /* the keys added to counts[i] since the loader last emptied it: from
  * counts_wake_at on, each new stack wakes the loader to drain it before it
- * fills (its poll alone may come 100 ms later) */
+ * fills (its next turn may be a second away) */
 __u32 map_fill[2] = {};
 const volatile __u32 counts_wake_at = PYPERF_COUNTS_ENTRIES / 2;
 
@@ -497,8 +497,9 @@ static __always_inline __u64 pack_stack(struct scratch *s)
 	return EV_WIRE_HEAD + fbytes + nbytes + kbytes;
 }
 
-/* -f timeline: this sample in time.  Wakes nobody: the loader polls at
- * least every 100 ms, and the stack it names was announced before it. */
+/* -f timeline: this sample in time.  Wakes nobody unless the ring is
+ * filling: the loader takes the records at its next turn (within a second),
+ * and the stack it names was announced before it. */
 static __always_inline void timeline_note(const struct stack_key *key, __u64 ts, __u64 dur,
 					  __u64 weight, __u32 flags)
 {
@@ -573,7 +574,7 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 	 * module's code is freed once it has run).  One whose Python part the
 	 * loader was woken for already (most new stacks of a merged run: new
 	 * native pcs under known frames) or without Python frames (a BLAS or
-	 * OpenMP worker's) waits for the next wakeup or poll (100 ms at most),
+	 * OpenMP worker's) waits for the loader's next turn (a second at most),
 	 * unless the ring is filling up */
 	wake = false;
 	if (s->ev.nframes) {

@@ -1198,7 +1198,8 @@ void sampler_stop(struct sampler *s)
 
 int sampler_poll(struct sampler *s, int timeout_ms, struct pollfd *more, size_t nmore)
 {
-	struct pollfd p[SAMPLER_POLL_MAX + 1] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN } };
+	struct pollfd p[SAMPLER_POLL_MAX + 1] = {
+		{ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN } };
 	int n;
 
 	if (nmore > SAMPLER_POLL_MAX)

@@ -1120,6 +1120,8 @@ static void sweep_names(struct session *r)
 	r->h->on_pruned(r->h->ctx, &k);
 }
 
+_Static_assert(2 + WAITS_PIDFDS_MAX <= SAMPLER_POLL_MAX, "the wait set fits one sampler_poll");
+
 static void run_loop(struct session *r, uint64_t start)
 {
 	const struct session_opts *o = r->o;
