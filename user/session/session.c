@@ -1013,14 +1013,6 @@ static void walk_blocked_targets(struct session *r)
 	}
 }
 
-static bool any_pid_alive(const struct session_opts *o)
-{
-	for (size_t i = 0; i < o->npids; i++)
-		if (kill(o->pids[i], 0) == 0 || errno != ESRCH)
-			return true;
-	return false;
-}
-
 void session_install_signals(const struct session_hooks *h)
 {
 	struct sigaction sa;
@@ -1138,8 +1130,7 @@ static void run_loop(struct session *r, uint64_t start)
 	/* what is looked at by polling: the view's keys, --async's tasks */
 	bool polled = r->h->should_stop || o->async_stacks;
 
-	if (waits_init(&w, native_wake_fd(&r->nat), r->child, o->pids, o->npids))
-		polled = true; /* no memory: no fds, every POLL_MS as ever */
+	waits_init(&w, native_wake_fd(&r->nat), r->child, o->pids, o->npids);
 	while (!stop_signal) {
 		uint64_t now = clock_mono_ns(), due = next_drain < next_names ? next_drain : next_names;
 		int ms;
@@ -1149,7 +1140,7 @@ static void run_loop(struct session *r, uint64_t start)
 		if (r->warm_cpu < 0 && start + WARMUP_NS < due)
 			due = start + WARMUP_NS;
 		ms = due > now ? (int)((due - now + 999999) / 1000000) : 0;
-		if ((polled || !w.fds || waits_polled(&w)) && ms > POLL_MS)
+		if ((polled || waits_polled(&w)) && ms > POLL_MS)
 			ms = POLL_MS;
 		if (r->newborn.len) {
 			int nb = try_newborns(r);
@@ -1157,10 +1148,9 @@ static void run_loop(struct session *r, uint64_t start)
 			if (nb < ms)
 				ms = nb;
 		}
-		sampler_poll(r->s, ms, w.fds, w.fds ? w.nfds : 0);
+		sampler_poll(r->s, ms, w.fds, w.nfds);
 		r->wakeups++;
-		if (w.fds)
-			waits_after_poll(&w);
+		waits_after_poll(&w);
 		native_poll(&r->nat); /* tables the worker built */
 		if (o->async_stacks)
 			async_retry(r);
@@ -1217,7 +1207,7 @@ static void run_loop(struct session *r, uint64_t start)
 			break;
 		if (o->cmd && reap_child(r, WNOHANG))
 			break;
-		if (o->npids && !(w.fds ? waits_any_target_alive(&w) : any_pid_alive(o)))
+		if (o->npids && !waits_any_target_alive(&w))
 			break;
 	}
 	waits_free(&w);

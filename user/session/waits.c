@@ -23,20 +23,21 @@ static int pidfd_of(pid_t pid)
 #endif
 }
 
-int waits_init(struct waits *w, int wake_fd, pid_t child, const int *pids, size_t npids)
+void waits_init(struct waits *w, int wake_fd, pid_t child, const int *pids, size_t npids)
 {
 	w->nfds = 2 + (npids < WAITS_PIDFDS_MAX ? npids : WAITS_PIDFDS_MAX);
 	w->fds = calloc(w->nfds, sizeof(*w->fds));
 	w->ended = calloc(npids ? npids : 1, sizeof(*w->ended));
 	w->pids = pids;
 	w->npids = npids;
+	w->child_polled = false;
 	if (!w->fds || !w->ended) {
 		free(w->fds);
 		free(w->ended);
 		w->fds = NULL;
 		w->ended = NULL;
-		errno = ENOMEM;
-		return -1;
+		w->nfds = 0;
+		return;
 	}
 	for (size_t i = 0; i < w->nfds; i++) {
 		w->fds[i].fd = -1;
@@ -48,11 +49,12 @@ int waits_init(struct waits *w, int wake_fd, pid_t child, const int *pids, size_
 	w->child_polled = child > 0 && w->fds[1].fd < 0;
 	for (size_t i = 0; i < npids && i < WAITS_PIDFDS_MAX; i++)
 		w->fds[2 + i].fd = pidfd_of(pids[i]);
-	return 0;
 }
 
 bool waits_polled(const struct waits *w)
 {
+	if (!w->fds)
+		return true;
 	if (w->child_polled)
 		return true;
 	for (size_t i = 0; i < w->npids; i++)
@@ -63,6 +65,8 @@ bool waits_polled(const struct waits *w)
 
 void waits_after_poll(struct waits *w)
 {
+	if (!w->fds)
+		return;
 	if (w->fds[0].fd >= 0 && (w->fds[0].revents & POLLIN)) {
 		uint64_t v;
 
@@ -84,10 +88,10 @@ void waits_after_poll(struct waits *w)
 bool waits_any_target_alive(const struct waits *w)
 {
 	for (size_t i = 0; i < w->npids; i++) {
-		if (w->ended[i])
+		if (w->fds && w->ended[i])
 			continue;
-		if ((i < WAITS_PIDFDS_MAX && w->fds[2 + i].fd >= 0) || kill(w->pids[i], 0) == 0 ||
-		    errno != ESRCH)
+		if ((w->fds && i < WAITS_PIDFDS_MAX && w->fds[2 + i].fd >= 0) ||
+		    kill(w->pids[i], 0) == 0 || errno != ESRCH)
 			return true;
 	}
 	return false;

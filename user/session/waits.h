@@ -30,9 +30,10 @@ struct waits {
 	bool child_polled; /* a command without a pidfd */
 };
 
-/* child: the command (0: none); pids: the -p targets.  -1 (errno): no
- * memory. */
-int waits_init(struct waits *w, int wake_fd, pid_t child, const int *pids, size_t npids);
+/* child: the command (0: none); pids: the -p targets.  Without memory for
+ * the set it holds no fds (nfds 0), and everything is looked at by polling:
+ * waits_polled says so, waits_any_target_alive asks kill. */
+void waits_init(struct waits *w, int wake_fd, pid_t child, const int *pids, size_t npids);
 /* Must the loop look every POLL_MS (a command or a live target without a
  * pidfd)? */
 bool waits_polled(const struct waits *w);
