@@ -508,3 +508,72 @@ def test_a_command_is_adopted_once(tmp_path):
             assert r.returncode == 0, r.stderr
             adopted = re.findall(r"^pyperf-bpf: pid (\d+): Python \d+\.\d+, ", r.stderr, re.M)
             assert len(adopted) == 1, (i, r.stderr)
+
+
+EMBED_LATE = r"""
+#include <Python.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* argv[1]: seconds on a CPU before the interpreter starts; argv[2]: code */
+int main(int argc, char **argv)
+{
+	double end = now() + atof(argv[1]);
+	volatile unsigned long spins = 0;
+
+	while (now() < end)
+		spins++;
+	Py_Initialize();
+	return PyRun_SimpleString(argv[2]) || Py_FinalizeEx() < 0;
+}
+"""
+
+LATE_WORK = """
+import time
+def late_work():
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        pass
+late_work()
+"""
+
+
+def test_a_program_that_starts_python_late_is_taken_when_it_does(tmp_path):
+    """A C program that embeds Python (libpython linked in, its runtime
+    mapped from the exec) spins on a CPU for 3 s before Py_Initialize, then
+    runs Python for 1.5 s.  Each sample of the spin looked at it and put the
+    next look off twice as far (10 ms, 20 ms, ... 2.56 s), so the samples
+    alone would look again only at about 5 s, after its Python had ended
+    (what a start-up slowed to seconds by a loaded machine does too).  The
+    loader keeps looking at a newborn whose image holds an interpreter until
+    it is up: late_work is there."""
+    py = next((p for p in SUPPORTED if p[0].startswith("/root/.pyenv/")), None)
+    if py is None:
+        pytest.fail("no pyenv CPython (with its shared libpython) to embed")
+    cfg = json.loads(subprocess.run(
+        [py[0], "-c", "import json, sysconfig as s; print(json.dumps([s.get_paths()['include'], "
+         "s.get_config_var('LIBDIR'), s.get_config_var('LDVERSION')]))"],
+        capture_output=True, text=True, check=True).stdout)
+    inc, libdir, ldversion = cfg
+    if not os.path.exists(os.path.join(libdir, f"libpython{ldversion}.so")):
+        pytest.fail(f"{py[0]} has no shared libpython to embed")
+    src, prog = tmp_path / "late.c", tmp_path / "late"
+    src.write_text(EMBED_LATE)
+    r = subprocess.run(["cc", "-O1", "-o", str(prog), str(src), "-I" + inc, "-L" + libdir,
+                        f"-lpython{ldversion}", "-Wl,-rpath," + libdir], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    folded = tmp_path / "p.folded"
+    r = run_pyperf(["-v", "-F", "99", "-o", str(folded), "--", str(prog), "3", LATE_WORK],
+                   timeout=60)
+    assert r.returncode == 0, r.stderr
+    late = sum(c for f, c in parse_folded(folded.read_text()) if "late_work" in names(f))
+    assert late >= 10, (late, r.stderr[-2000:])

@@ -348,16 +348,24 @@ static void async_waits(struct session *r, uint64_t now)
 }
 
 /* A target that exec'ed (a command, a child spawned by one) is looked at
- * from its exec on, every 2 ms and then up to every 10 ms, until its
- * interpreter is up: a process is otherwise classified when it first runs
+ * from its exec on, every 2 ms and then up to every 10 ms for its first
+ * 2 s, and then, if its image holds an interpreter, up to every 500 ms
+ * for as long as it runs, until that interpreter is up: a process is otherwise classified when it first runs
  * into a sample, and one that blocks before that (a worker waiting for
- * work) would have no block walked. */
+ * work) would have no block walked.  Nor is a newborn left to the samples
+ * after its first 2 s: a process that runs on a CPU before its interpreter
+ * is up (a program that embeds Python and starts it late, or any on a
+ * machine so loaded that start-up takes seconds) has had each sample's
+ * look put the next one off twice as far (classify's back-off), and could
+ * end before the next. */
 #define NEWBORN_FIRST_NS (2ull * 1000 * 1000)
 #define NEWBORN_MAX_WAIT_NS (10ull * 1000 * 1000)
 #define NEWBORN_FOR_NS (2000ull * 1000 * 1000)
+#define NEWBORN_LATE_WAIT_NS (500ull * 1000 * 1000)
 
 struct newborn {
-	uint64_t next_ns, wait_ns, until_ns;
+	uint64_t next_ns, wait_ns, late_ns; /* late_ns: from then on, up to
+					     * NEWBORN_LATE_WAIT_NS apart */
 	bool adopted;                /* classified meanwhile, by a sample */
 };
 
@@ -566,7 +574,7 @@ static void newborn_add(struct session *r, int pid)
 		}
 	}
 	*b = (struct newborn){ .next_ns = now, .wait_ns = NEWBORN_FIRST_NS,
-			       .until_ns = now + NEWBORN_FOR_NS };
+			       .late_ns = now + NEWBORN_FOR_NS };
 }
 
 /* pid was just adopted from its exec: the children it forked before that
@@ -604,22 +612,28 @@ static int try_newborns(struct session *r)
 		if (b->adopted) {
 			rc = PYPROC_GONE; /* nothing more to do */
 		} else if (now >= b->next_ns) {
-			rc = now < b->until_ns ? pyproc_inspect(pid, &py, err, sizeof(err))
-					       : PYPROC_GONE;
+			rc = pyproc_inspect(pid, &py, err, sizeof(err));
 			/* the runtime is there from the exec on (a static symbol),
 			 * its first interpreter once Py_Initialize runs: by then
 			 * the dynamic loader has mapped every library (the C
 			 * library --mode alloc probes, the native tables') */
 			if (rc == PYPROC_OK && !runtime_up(&py))
 				rc = PYPROC_NOT_PYTHON;
+			/* past its first 2 s, a process with no interpreter in
+			 * its image at all (a shell, a compiler) is left to the
+			 * samples: one that loads libpython later is found so */
+			else if (rc == PYPROC_NOT_PYTHON && now >= b->late_ns)
+				rc = PYPROC_GONE;
 		} else {
 			rc = -1;
 		}
 		if (rc != -1) {
 			if (rc == PYPROC_NOT_PYTHON) { /* not yet */
+				uint64_t most = now < b->late_ns ? NEWBORN_MAX_WAIT_NS
+								 : NEWBORN_LATE_WAIT_NS;
+
 				b->next_ns = now + b->wait_ns;
-				b->wait_ns = b->wait_ns * 2 > NEWBORN_MAX_WAIT_NS ? NEWBORN_MAX_WAIT_NS
-										 : b->wait_ns * 2;
+				b->wait_ns = b->wait_ns * 2 > most ? most : b->wait_ns * 2;
 			} else {
 				if (rc == PYPROC_OK &&
 				    !(r->h->want && !r->h->want(r->h->ctx, pid, r->next_gen + 1)) &&
