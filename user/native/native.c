@@ -176,15 +176,19 @@ static void read_perf_map(struct nproc *p)
 
 /* The JIT symbol holding pc in the jitdump file the process maps (CPython's
  * -X perf_jit, LLVM's and V8's perf support), the file read on from where
- * the last read stopped when pc is not in it, at most every JIT_REREAD_NS;
- * a file refused is said once and not read again for that process. */
-static const struct jit_sym *jitdump_find(struct nproc *p, uint64_t pc)
+ * the last read stopped when pc is not in it, at most every JIT_REREAD_NS,
+ * or at once when eager (pc is in an arena of CPython's trampolines, each
+ * listed before it is first run: a stack is named once, when first seen,
+ * and one named in the wait would keep "[jit]" for all its samples); a
+ * file refused is said once and not read again for that process. */
+static const struct jit_sym *jitdump_find(struct nproc *p, uint64_t pc, bool eager)
 {
 	const struct jit_sym *j = perfmap_find(&p->dump, pc);
 	uint64_t now = clock_mono_ns();
 	char why[256];
 
-	if (j || p->dump_refused || (p->dump_read_ns && now - p->dump_read_ns < JIT_REREAD_NS))
+	if (j || p->dump_refused ||
+	    (!eager && p->dump_read_ns && now - p->dump_read_ns < JIT_REREAD_NS))
 		return j;
 	p->dump_read_ns = now;
 	if (jitdump_read(&p->dump, p->pid, why, sizeof(why)) < 0) {
@@ -1104,7 +1108,7 @@ static uint32_t perf_trampolines(struct nproc *np, uint64_t start, uint64_t end)
 	read_perf_map(np);
 	t = listed_trampolines(np, &np->jit, start, end);
 	if (!t) {
-		(void)jitdump_find(np, start); /* -X perf_jit lists them there */
+		(void)jitdump_find(np, start, false); /* -X perf_jit lists them there */
 		t = listed_trampolines(np, &np->dump, start, end);
 	}
 	return t;
@@ -1357,17 +1361,17 @@ static const struct jit_sym *gdbjit_find(struct nproc *np, uint64_t pc)
 static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t pc)
 {
 	const struct jit_sym *j = perfmap_find(&np->jit, pc);
+	const struct nmap *m = find_map(np, pc);
 
 	if (!j) {
 		read_perf_map(np);
 		j = perfmap_find(&np->jit, pc);
 	}
 	if (!j)
-		j = jitdump_find(np, pc);
+		j = jitdump_find(np, pc, m && m->trampolines);
 	if (!j)
 		j = gdbjit_find(np, pc);
 	if (!j) {
-		const struct nmap *m = find_map(np, pc);
 		char where[64];
 
 		if (!m)
@@ -1381,8 +1385,6 @@ static const struct func *jit_func(struct native *n, struct nproc *np, uint64_t 
 		 * but before it listed any trampoline in it: the unwinder took it
 		 * for JIT code with frame pointers, which trampolines called from
 		 * code without them are not */
-		const struct nmap *m = find_map(np, pc);
-
 		if (m && !m->trampolines && np->rereads < STALE_REREADS) {
 			np->stale = true;
 			np->rereads++;
