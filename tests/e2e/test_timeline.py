@@ -164,14 +164,18 @@ def test_speedscope_reads_it(wall_run, tmp_path):
     import, and at most 10 % more (the same C library call also reads files;
     its name depends on the C library).  speedscope weighs a sample by the
     time to the next one, so this holds because an off-CPU block's sample
-    sits at its start."""
+    sits at its start; the next sample after a block comes up to a period
+    after it ends (the next tick on the CPU), so each of the two blocks may
+    gain up to a period, as the lower bound allows 3 lost (seen on a loaded
+    machine: 504 ms against 1.1 x 453)."""
     trace, truth, path = wall_run
     cells, rows = speedscope_sandwich(path, tmp_path)
     assert any("MainThread" in c and "timeline.py" in c for c in cells), cells[:40]
     assert rows, cells[:80]
     m = truth["marks"]
     asleep = 1000 * (m["sleep_end"] - m["sleep_start"] + m["import_end"] - m["import_start"])
-    assert any(asleep - 1000 * 3 * PERIOD <= r[1] <= 1.1 * asleep and "(libc" in r[2]
+    assert any(asleep - 1000 * 3 * PERIOD <= r[1] <= 1.1 * asleep + 1000 * 3 * PERIOD
+               and "(libc" in r[2]
                for r in rows), (asleep, rows[:10])
     assert any(r[2].startswith("burn (") and r[0] >= 500 for r in rows), rows[:20]
 
