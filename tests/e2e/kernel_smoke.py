@@ -106,11 +106,16 @@ class Smoke:
 
     def cpu(self, name):
         res = os.path.join(self.out, "split.json")
-        stacks, _ = self.record(name, ["-F", "99"], ["split.py", "6", res])
-        truth = json.load(open(res))
-        got = self.shares(stacks, list(truth))
-        n = sum(got.values())
-        assert n >= 100, f"{n} samples in the three leaves"
+        # a guest starved by a loaded machine runs the workload less: too
+        # few samples, recorded again for twice as long, up to 24 s
+        for seconds in (6, 12, 24):
+            stacks, _ = self.record(name, ["-F", "99"], ["split.py", str(seconds), res])
+            truth = json.load(open(res))
+            got = self.shares(stacks, list(truth))
+            n = sum(got.values())
+            if n >= 100:
+                break
+        assert n >= 100, f"{n} samples in the three leaves in {seconds} s"
         # merged: the leaves sit on the interpreter's own native start-up frames
         merged = sum(c for f, c in stacks if f and f[0].startswith("_start ("))
         total = sum(c for _, c in stacks)
@@ -156,29 +161,38 @@ class Smoke:
         return {"split": self.expect_split(got, truth, 400)}
 
     def qsort(self, name):
-        stacks, _ = self.record(name, ["-F", "99"], ["qsort_cb.py", "4"])
-        inside = under = pending = 0
-        for frames, n in stacks:
-            fns = [func(x) for x in frames]
-            if "compare" not in fns:
-                continue
-            inside += n
-            pending += n if "[native pending]" in fns else 0
-            q = [i for i, x in enumerate(fns) if "qsort" in x]  # qsort_r in glibc 2.36
-            if "sort_many" in fns and q and fns.index("sort_many") < q[0] < fns.index("compare"):
-                under += n
         # The first samples come before the native tables are built, and
         # say so ([native pending]): under emulation the worker may take
-        # half the run to reach libffi's table behind libpython's (how soon
-        # is a timing, and timings under TCG mean nothing).  What is checked
-        # is the merging: of the samples with their tables, which must be
-        # 30 at least, the stacks merge.
+        # half the run to reach libffi's table behind libpython's, or all
+        # of it in a guest starved by a loaded machine (how soon is a
+        # timing, and timings under TCG mean nothing).  What is checked is
+        # the merging: of the samples with their tables, 30 at least, the
+        # stacks merge.  Too few: recorded again for twice as long (the
+        # tables cached by then), up to 16 s.
+        tries = []
+        for seconds in (4, 8, 16):
+            stacks, _ = self.record(name, ["-F", "99"], ["qsort_cb.py", str(seconds)])
+            inside = under = pending = 0
+            for frames, n in stacks:
+                fns = [func(x) for x in frames]
+                if "compare" not in fns:
+                    continue
+                inside += n
+                pending += n if "[native pending]" in fns else 0
+                q = [i for i, x in enumerate(fns) if "qsort" in x]  # qsort_r in glibc 2.36
+                if "sort_many" in fns and q and \
+                        fns.index("sort_many") < q[0] < fns.index("compare"):
+                    under += n
+            tries.append([seconds, inside, pending])
+            if inside - pending >= 30:
+                break
         assert inside - pending >= 30, \
-            f"{inside - pending} compare samples with their tables ({pending} before them)"
+            f"{inside - pending} compare samples with their tables ({pending} before them; " \
+            f"tries [seconds, compare, pending]: {tries})"
         assert under >= 0.8 * (inside - pending), \
             f"{under} of {inside - pending} compare samples with their tables under qsort, " \
             "under sort_many"
-        return {"compare": inside, "merged": under, "pending": pending}
+        return {"compare": inside, "merged": under, "pending": pending, "tries": tries}
 
     def leaks(self, name):
         w = subprocess.Popen([self.python, os.path.join(WORKLOADS, "leaky.py"), "2"],
