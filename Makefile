@@ -208,7 +208,7 @@ deps:
 test:
 	scripts/setup --test-deps
 	$(MAKE) pyperf-bpf static man unit $(BUILD)/tools/pprof $(BUILD)/san/pyperf-bpf
-	$(PYTHON) -m pytest -q -ra tests
+	$(PYTHON) -m pytest -q -ra --durations=40 tests
 
 bench: pyperf-bpf static
 	scripts/bench
