@@ -305,7 +305,7 @@ def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
     try:
         assert p.stdout.readline().strip() == "ready"
         txt, folded = tmp_path / "r.txt", tmp_path / "r.folded"
-        r = run_pyperf(["--mode", "wall", "-d", "2", "-o", str(txt), "-o", str(folded),
+        r = run_pyperf(["-v", "--mode", "wall", "-d", "2", "-o", str(txt), "-o", str(folded),
                         "-p", str(p.pid)], timeout=60)
         assert r.returncode == 0, r.stderr
     finally:
@@ -316,7 +316,10 @@ def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
     threads = {m.group(2): float(m.group(3)) for m in re.finditer(
         r'^    thread (\d+) "([^"]*)": ([\d.]+) s', report, re.M)}
     for name in ("MainThread", "napper", "locked", "piped", "waker"):
-        assert abs(threads.get(name, 0) - secs) < 0.1 * secs, (name, secs, report)
+        # (the whole report, the verbose log and the stacks if not: the
+        # waker once had 0.93 s of 2.01 on a loaded machine, unexplained)
+        assert abs(threads.get(name, 0) - secs) < 0.1 * secs, \
+            (name, secs, report[:3000], r.stderr[-3000:], folded.read_text()[-3000:])
     stacks = parse_folded(folded.read_text())
     for fn, kernel in ASLEEP.items():
         mine = [(f, c) for f, c in stacks if fn in map(func_name, f)]
