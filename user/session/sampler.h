@@ -155,11 +155,14 @@ int sampler_start(struct sampler *s, char *err, size_t errlen);
 void sampler_stop(struct sampler *s);
 /* --mode wall|offcpu: a thread of a process profiled just now, found
  * blocked (since before, so the sampler walked no block of it), whose
- * stack the loader walked and announced under key: its block counts from
- * since_ns (CLOCK_MONOTONIC) as a walked one would, until it runs again (the
- * sampler counts it then) or the next drain.  0: done; 1: the sampler has
+ * stack the loader names under key before it next drains: its block counts
+ * from since_ns (CLOCK_MONOTONIC) as a walked one would, until it runs again
+ * (the sampler counts it then) or the next drain.  0: done; 1: the sampler has
  * a slot for it already (it ran meanwhile); -1: no room, or not wall|offcpu. */
 int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint64_t since_ns);
+/* The block sampler_block_in_flight put in flight for key, if still in
+ * flight, is dropped uncounted (its stack could not be named). */
+void sampler_block_drop(struct sampler *s, const struct stack_key *key);
 /* Has thread tid of pid an off-CPU slot (the sampler saw it leave the CPU
  * since its process was profiled)? */
 bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid);
