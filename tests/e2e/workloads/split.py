@@ -1,6 +1,8 @@
 """Known time split: leaf_a, leaf_b and leaf_c get about 60, 30 and 10 % of the
-CPU, in jittered slices, and the process measures its own split with
-time.thread_time().  With WORK.json it also writes how much it got done
+CPU, in jittered slices, for SECONDS of its own CPU time (so the samples a
+CPU-clock profiler takes do not fall with the machine's load), and the
+process measures its own split with time.thread_time().  With WORK.json it
+also writes how much it got done
 ({"iterations": N, "seconds": wall time}: a profiler's slowdown of it).
 Usage: split.py SECONDS RESULT.json [WORK.json]"""
 import json
@@ -41,8 +43,10 @@ def run_schedule(seconds, per_ms, work):
     spent = {"leaf_a": 0.0, "leaf_b": 0.0, "leaf_c": 0.0}
     plan = [(leaf_a, 6.0), (leaf_b, 3.0), (leaf_c, 1.0)]
     rnd = random.Random(7)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    # SECONDS of its own CPU time: a CPU-clock profiler gets as many samples
+    # however busy the machine is (it takes longer, in wall time, there)
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         for fn, ms in plan:
             n = int(per_ms * ms * rnd.uniform(0.5, 1.5))
             t0 = time.thread_time()
