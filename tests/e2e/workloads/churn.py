@@ -1,5 +1,5 @@
 """Churn around a steady worker: the main thread burns CPU in steady() for
-SECONDS while "threads" starts and ends about RATE threads a second (each
+SECONDS of its own CPU time (as many samples of it on a busy machine) while "threads" starts and ends about RATE threads a second (each
 does a little work), or "procs" starts about RATE processes a second, each
 exiting at once or exec'ing one of the interpreters named after RATE (so
 the profiler meets new binaries while it builds their tables).
@@ -47,9 +47,9 @@ def spawner(stop):
 
 
 def steady():
-    end = time.monotonic() + seconds
+    end = time.thread_time() + seconds
     x = 0
-    while time.monotonic() < end:
+    while time.thread_time() < end:
         x += 1
     return x
 
