@@ -350,9 +350,10 @@ static void async_waits(struct session *r, uint64_t now)
 /* A target that exec'ed (a command, a child spawned by one) is looked at
  * from its exec on, every 2 ms and then up to every 10 ms for its first
  * 2 s, and then, if its image holds an interpreter, up to every 500 ms
- * for as long as it runs, until that interpreter is up: a process is otherwise classified when it first runs
- * into a sample, and one that blocks before that (a worker waiting for
- * work) would have no block walked.  Nor is a newborn left to the samples
+ * for as long as it runs, until that interpreter is up: a process is
+ * otherwise classified when it first runs into a sample, and one that
+ * blocks before that (a worker waiting for work) would have no block
+ * walked.  Nor is a newborn left to the samples
  * after its first 2 s: a process that runs on a CPU before its interpreter
  * is up (a program that embeds Python and starts it late, or any on a
  * machine so loaded that start-up takes seconds) has had each sample's

@@ -1,8 +1,9 @@
 """Churn around a steady worker: the main thread burns CPU in steady() for
-SECONDS of its own CPU time (as many samples of it on a busy machine) while "threads" starts and ends about RATE threads a second (each
-does a little work), or "procs" starts about RATE processes a second, each
-exiting at once or exec'ing one of the interpreters named after RATE (so
-the profiler meets new binaries while it builds their tables).
+SECONDS of its own CPU time (as many samples of it on a busy machine) while
+"threads" starts and ends about RATE threads a second (each does a little
+work), or "procs" starts about RATE processes a second, each exiting at once
+or exec'ing one of the interpreters named after RATE (so the profiler meets
+new binaries while it builds their tables).
 Usage: churn.py threads|procs SECONDS RATE [PYTHON...]"""
 import os
 import subprocess
