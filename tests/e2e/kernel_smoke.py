@@ -15,7 +15,10 @@ fewer samples: 3 standard deviations of a share of n samples, plus 4 points.
 milliseconds, and how long varies from run to run by tens of points of the
 wall and off-CPU splits (seen: the pipe's share 0.34, then 0.73, against
 the workload's 0.46 in two boots of one kernel): there each part need only
-be there (3 % or more), and in off-CPU mode the CPU-bound part absent."""
+be there (3 % or more, or half the workload's own share when that is less:
+a guest starved beside two burners measured its lock part at 1.4 % and
+its sleep at 0.6 %, and the profile agreed), and in off-CPU mode the
+CPU-bound part absent."""
 import gzip
 import json
 import math
@@ -97,8 +100,8 @@ class Smoke:
         for k in truth:
             g, t = got[k] / tot_g, truth[k] / tot_t
             out[k] = [round(g, 3), round(t, 3)]
-            if loose:
-                assert g >= 0.03, f"{k}: profile {g:.3f}, workload {t:.3f}"
+            if loose:  # there, 3 % (or half the workload's own share, when less)
+                assert g >= min(0.03, 0.5 * t), f"{k}: profile {g:.3f}, workload {t:.3f}"
             else:
                 assert abs(g - t) <= bound(t, n), \
                     f"{k}: profile {g:.3f}, workload {t:.3f} of {n} samples"
