@@ -420,8 +420,9 @@ def test_processes_come_and_go(tmp_path):
     out = tmp_path / "profiles"
     d = Daemon(["-F", "99", "-i", "2", "--dir", str(out), "--python-only"], tmp_path)
     try:
-        short = workload(tmp_path, 1, name="short", env={"PYPERF_SERVICE": "shortlived"})
-        short.wait()                                 # exits mid-interval
+        # 1 s of the wall clock: it exits mid-interval, however busy the machine
+        short = workload(tmp_path, "1wall", name="short", env={"PYPERF_SERVICE": "shortlived"})
+        short.wait()
         n0 = d.text().count("stats:")
         late = workload(tmp_path, 30, name="late", env={"PYPERF_SERVICE": "latecomer"})
         assert d.wait_log("stats:", count=n0 + 2), d.text()

@@ -4,6 +4,8 @@ CPU-clock profiler takes do not fall with the machine's load), and the
 process measures its own split with time.thread_time().  With WORK.json it
 also writes how much it got done
 ({"iterations": N, "seconds": wall time}: a profiler's slowdown of it).
+SECONDS written as "1wall" are of the wall clock instead (a process that
+must end in a known time).
 Usage: split.py SECONDS RESULT.json [WORK.json]"""
 import json
 import random
@@ -39,14 +41,14 @@ def calibrate():
     return max(1, int(n / max(time.thread_time() - t0, 1e-6) / 1000))  # iterations per ms
 
 
-def run_schedule(seconds, per_ms, work):
+def run_schedule(seconds, per_ms, work, clock=time.thread_time):
     spent = {"leaf_a": 0.0, "leaf_b": 0.0, "leaf_c": 0.0}
     plan = [(leaf_a, 6.0), (leaf_b, 3.0), (leaf_c, 1.0)]
     rnd = random.Random(7)
     # SECONDS of its own CPU time: a CPU-clock profiler gets as many samples
     # however busy the machine is (it takes longer, in wall time, there)
-    end = time.thread_time() + seconds
-    while time.thread_time() < end:
+    end = clock() + seconds
+    while clock() < end:
         for fn, ms in plan:
             n = int(per_ms * ms * rnd.uniform(0.5, 1.5))
             t0 = time.thread_time()
@@ -57,12 +59,13 @@ def run_schedule(seconds, per_ms, work):
 
 
 def main():
-    seconds, out = float(sys.argv[1]), sys.argv[2]
+    wall = sys.argv[1].endswith("wall")
+    seconds, out = float(sys.argv[1][:-4] if wall else sys.argv[1]), sys.argv[2]
     per_ms = calibrate()
     print("ready", flush=True)
     work = {"iterations": 0}
     t0 = time.monotonic()
-    spent = run_schedule(seconds, per_ms, work)
+    spent = run_schedule(seconds, per_ms, work, time.monotonic if wall else time.thread_time)
     work["seconds"] = time.monotonic() - t0
     with open(out, "w") as f:
         json.dump(spent, f)
