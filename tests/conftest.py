@@ -40,6 +40,22 @@ OTELCOL = os.path.join(os.environ.get("PYPERF_OTELCOL", "/var/cache/pyperf-bpf/o
                        "otelcol-pyperf")
 
 
+# PYPERF_TEST_LOG=FILE: a line for each test as it ends (the clock, its
+# outcome, its seconds, the phase, its id), and one for each set-up or
+# tear-down that failed or took a second or more (a VM's boot), so that a run
+# stopped before pytest's summary still names its failures and its slow parts
+_TEST_LOG = os.environ.get("PYPERF_TEST_LOG")
+
+
+def pytest_runtest_logreport(report):
+    if not _TEST_LOG:
+        return
+    if report.when == "call" or report.outcome != "passed" or report.duration >= 1:
+        with open(_TEST_LOG, "a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {report.outcome} {report.duration:.1f} "
+                    f"{report.when} {report.nodeid}\n")
+
+
 STATS_RE = re.compile(r"stats: interval [\d.]+ s, (\d+) samples, (\d+) processes, (\d+) dropped samples")
 
 
