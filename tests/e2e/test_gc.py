@@ -34,14 +34,14 @@ def test_gc_frames_match_the_collectors_own_clock(python, tmp_path):
     """within 5 points of gc.callbacks' measure, with --python-only and
     merged, on every interpreter (the stripped ones also without their
     debug files): the flag is read from memory, not found by symbol.  The
-    workload runs 3.5 s of its own CPU time, however busy the machine, so
-    ~1700 samples at 499 Hz: a 30 % share's standard error is then 1.1
+    workload runs 1.75 s of its own CPU time, however busy the machine, so
+    ~1700 samples at 999 Hz: a 30 % share's standard error is then 1.1
     points, and the 5-point bound 4.5 of them (CI once saw 5.2 points off
-    at ~1000 samples, from 2 s)."""
+    at ~1000 samples)."""
     for mode in (["--python-only"], []):
         truth_file = tmp_path / "gc.json"
-        stacks, _, r = record_workload(python[0], tmp_path, "gc_cycles.py", "3.5",
-                                       str(truth_file), hz=499, extra=mode,
+        stacks, _, r = record_workload(python[0], tmp_path, "gc_cycles.py", "1.75",
+                                       str(truth_file), hz=999, extra=mode,
                                        env=pyperf_env(python))
         truth = json.loads(truth_file.read_text())
         want = truth["gc_s"] / truth["churn_s"]
