@@ -37,6 +37,33 @@ def test_short_lived_command_keeps_names(python, tmp_path):
     assert all(names(f)[:1] == ["<module>"] for f, _ in stacks if "short_busy" in names(f))
 
 
+def test_a_child_sampled_as_it_exits_keeps_its_native_names(tmp_path):
+    """fork_exit.py forks children that end at once: some samples of a child
+    are announced after the news of its exit (taken while the exit hook
+    itself ran, or just after), and were named after the loader had let go
+    of its mappings and image: its native frames came out "[unknown]" (seen
+    in the PyTorch test, a DataLoader worker ending).  Now what it had is
+    kept a while for them: none is "[unknown]", and the children's exits
+    are there, named down to libc's _exit.  One Python: naming does not
+    depend on the version.  Recorded again for longer until 10 samples of
+    the exit are in, however busy the machine."""
+    python = [p for p in SUPPORTED if "/.pyenv/" in p[0]][-1][0]
+    for seconds in (3, 6, 12):
+        out = tmp_path / "f.folded"
+        r = run_pyperf(["-F", "999", "-o", str(out), "--", python,
+                        os.path.join(WORKLOADS, "fork_exit.py"), str(seconds)], timeout=120)
+        assert r.returncode == 0, r.stderr
+        stacks = parse_folded(out.read_text())
+        unknown = [(f, c) for f, c in stacks
+                   if "[unknown]" in f and "[native pending]" not in f]
+        assert not unknown, (sum(c for _, c in unknown), unknown[0])
+        exits = sum(c for f, c in stacks if any(x.startswith("do_exit") for x in f)
+                    and "_exit (libc.so.6)" in f and "launch" in names(f))
+        if exits >= 10:
+            break
+    assert exits >= 10, f"{exits} samples of a child's exit in {seconds} s"
+
+
 GONE = """
 import sys, time
 def spin(seconds):

@@ -103,6 +103,7 @@ struct nproc {
 	unsigned rereads;            /* for that, at most STALE_REREADS */
 	uint32_t njit;               /* functions interned under it (JIT code's) */
 	struct nproc *next_dead;     /* forgotten, kept for those (native.dead) */
+	uint64_t exited_ns;          /* in native.exited: when it exited */
 };
 
 struct bin_key {
@@ -707,6 +708,7 @@ void native_free(struct native *n)
 {
 	native_stop(n);
 	hmap_free(&n->procs, free_proc);
+	hmap_free(&n->exited, free_proc);
 	for (struct nproc *p = n->dead, *next; p; p = next) {
 		next = p->next_dead;
 		free_proc(p);
@@ -1191,10 +1193,8 @@ int native_proc_update(struct native *n, int pid, struct native_maps *out, char 
 	return 0;
 }
 
-void native_proc_forget(struct native *n, int pid)
+static void drop_proc(struct native *n, struct nproc *np)
 {
-	struct nproc *np = hmap_del(&n->procs, &pid, sizeof(pid));
-
 	if (!np)
 		return;
 	release(n, np);
@@ -1208,6 +1208,42 @@ void native_proc_forget(struct native *n, int pid)
 	perfmap_free(&np->dump);
 	np->next_dead = n->dead;
 	n->dead = np;
+}
+
+void native_proc_forget(struct native *n, int pid)
+{
+	drop_proc(n, hmap_del(&n->procs, &pid, sizeof(pid)));
+}
+
+void native_proc_exited(struct native *n, int pid, uint64_t now)
+{
+	struct nproc *np = hmap_del(&n->procs, &pid, sizeof(pid));
+
+	if (!np)
+		return;
+	drop_proc(n, hmap_del(&n->exited, &pid, sizeof(pid))); /* an earlier one of pid */
+	np->exited_ns = now;
+	if (hmap_put(&n->exited, &pid, sizeof(pid), np))
+		drop_proc(n, np); /* out of memory: let go now */
+}
+
+void native_sweep_exited(struct native *n, uint64_t now)
+{
+	enum { BATCH = 256 };
+	int pids[BATCH];
+	size_t k;
+
+	do { /* not while iterating: a batch at a time */
+		k = 0;
+		hmap_for_each(&n->exited, e) {
+			const struct nproc *np = e->val;
+
+			if (k < BATCH && now - np->exited_ns >= NATIVE_EXITED_KEEP_NS)
+				pids[k++] = np->pid;
+		}
+		for (size_t i = 0; i < k; i++)
+			drop_proc(n, hmap_del(&n->exited, &pids[i], sizeof(pids[i])));
+	} while (k == BATCH);
 }
 
 static const struct nmap *find_map(const struct nproc *np, uint64_t pc)
@@ -1549,9 +1585,8 @@ static struct func *cython_func(struct native *n, struct nbin *b, const char *sy
 	return f;
 }
 
-const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
+static const struct func *func_in(struct native *n, struct nproc *np, uint64_t pc, bool leaf)
 {
-	struct nproc *np = hmap_get(&n->procs, &pid, sizeof(pid));
 	const struct nmap *m = np ? find_map(np, pc) : NULL;
 	uint64_t vaddr, start;
 	char name[512], err[256];
@@ -1590,4 +1625,14 @@ const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf
 	if (f != n->unknown)
 		(void)hmap_put(&n->pcs, &k, sizeof(k), f); /* out of memory: named again next time */
 	return f;
+}
+
+const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf)
+{
+	return func_in(n, hmap_get(&n->procs, &pid, sizeof(pid)), pc, leaf);
+}
+
+const struct func *native_func_exited(struct native *n, int pid, uint64_t pc, bool leaf)
+{
+	return func_in(n, hmap_get(&n->exited, &pid, sizeof(pid)), pc, leaf);
 }

@@ -79,6 +79,8 @@ struct native {
 				      * under a binary's own prefix) */
 	struct hmap bins;            /* (dev, inode) -> struct nbin * */
 	struct hmap procs;           /* pid -> struct nproc * */
+	struct hmap exited;          /* pid -> struct nproc *: exited within the last
+				      * NATIVE_EXITED_KEEP_NS (native_proc_exited) */
 	struct hmap funcs;           /* (nbin *, symbol start or address) -> struct func * */
 	struct hmap strays;          /* (pid, page) -> times found in no mapping, as a pointer */
 	struct hmap pcs;             /* (nbin *, address) -> its entry in funcs: a new stack's
@@ -152,8 +154,16 @@ bool native_pc_mapped(const struct native *n, int pid, uint64_t pc);
  * pc in any other page (a library loaded later) still asks at once. */
 #define NATIVE_STRAY_BACKOFF_MAX_MS 6400
 uint64_t native_stray_backoff_ns(struct native *n, int pid, uint64_t pc);
-/* pid exited or exec'ed: its mappings are gone (binaries stay, for names). */
+/* pid exec'ed: its mappings are gone (binaries stay, for names). */
 void native_proc_forget(struct native *n, int pid);
+/* pid exited at now: its mappings are kept aside for NATIVE_EXITED_KEEP_NS,
+ * for the stacks it was sampled in that come after the news of its exit
+ * (a sample taken while the exit hook itself ran, a thread of it that ran
+ * on into the exit) and are named by native_func_exited.  Then
+ * native_sweep_exited lets them go, as native_proc_forget does. */
+#define NATIVE_EXITED_KEEP_NS (2000ull * 1000 * 1000)
+void native_proc_exited(struct native *n, int pid, uint64_t now);
+void native_sweep_exited(struct native *n, uint64_t now);
 /* Let go of the file and the symbols of every binary that no process has
  * mapped for idle_ns: a long run (the daemon) that sees new binaries all the
  * time (upgrades, fresh interpreters, extension modules) keeps neither fds
@@ -184,5 +194,8 @@ void native_kept(const struct native *n, uint64_t *bins, uint64_t *open, uint64_
  * return address (named by the call before it).  kind FN_EVAL for the
  * interpreter's eval loop. */
 const struct func *native_func(struct native *n, int pid, uint64_t pc, bool leaf);
+/* The same, from the mappings of pid as it was when it exited (NULL-safe:
+ * "[unknown]" when they are not kept). */
+const struct func *native_func_exited(struct native *n, int pid, uint64_t pc, bool leaf);
 
 #endif

@@ -28,6 +28,7 @@ struct py_image {
 	struct hmap files;           /* co_filename's address -> struct seen_file *: the
 				      * files named, for code named once the process is
 				      * gone (name_from_seen) */
+	uint64_t exited_ns;          /* in naming.exited: when it exited */
 };
 
 /* a file str named, and what the walk saw of it */
@@ -58,6 +59,7 @@ void naming_init(struct naming *n, struct native *nat)
 void naming_free(struct naming *n)
 {
 	hmap_free(&n->python, image_free);
+	hmap_free(&n->exited, image_free);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -158,9 +160,50 @@ uint32_t naming_gen(const struct naming *n, int pid)
 	return im ? im->gen : 0;
 }
 
-void naming_forget(struct naming *n, int pid)
+void naming_exited(struct naming *n, int pid, uint64_t now)
 {
-	image_free(hmap_del(&n->python, &pid, sizeof(pid)));
+	struct py_image *im = hmap_del(&n->python, &pid, sizeof(pid));
+
+	if (!im)
+		return;
+	image_free(hmap_del(&n->exited, &pid, sizeof(pid))); /* an earlier one of pid */
+	im->exited_ns = now;
+	if (hmap_put(&n->exited, &pid, sizeof(pid), im))
+		image_free(im); /* out of memory: let go now */
+}
+
+void naming_sweep_exited(struct naming *n, uint64_t now)
+{
+	enum { BATCH = 256 };
+	int pids[BATCH];
+	size_t k;
+
+	do { /* not while iterating: a batch at a time */
+		k = 0;
+		hmap_for_each(&n->exited, e) {
+			const struct py_image *im = e->val;
+
+			if (k < BATCH && now - im->exited_ns >= NATIVE_EXITED_KEEP_NS)
+				memcpy(&pids[k++], e->key, sizeof(int));
+		}
+		for (size_t i = 0; i < k; i++)
+			image_free(hmap_del(&n->exited, &pids[i], sizeof(pids[i])));
+	} while (k == BATCH);
+}
+
+/* pid's image gen: the current one, or the one that exited lately (*exited
+ * set), else the current one whatever its generation (NULL: none) */
+static struct py_image *image_of(const struct naming *n, int pid, uint32_t gen, bool *exited)
+{
+	struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid)), *gone = NULL;
+
+	if (!im || im->gen != gen)
+		gone = hmap_get(&n->exited, &pid, sizeof(pid));
+	if (gone && gone->gen != gen)
+		gone = NULL;
+	if (exited)
+		*exited = gone != NULL;
+	return gone ? gone : im;
 }
 
 int naming_set_async(struct naming *n, int pid, uint32_t gen, const struct pyasync *a)
@@ -259,7 +302,7 @@ static bool is_init_shim(const struct func *fn)
 static struct func *name_from_parent(struct naming *n, struct profile *p, int ppid,
 				     const struct code_ref *c)
 {
-	const struct py_image *pim = hmap_get(&n->python, &ppid, sizeof(ppid));
+	const struct py_image *pim = image_of(n, ppid, c->gen, NULL);
 	const struct func *known = profile_code(p, ppid, c);
 
 	if (known)
@@ -347,7 +390,7 @@ static struct func *name_code(struct naming *n, struct profile *p, int pid, uint
 			      const struct py_frame *f)
 {
 	struct code_ref c = { .addr = f->code, .check = f->check, .gen = gen };
-	struct py_image *im = hmap_get(&n->python, &pid, sizeof(pid));
+	struct py_image *im = image_of(n, pid, gen, NULL);
 	struct func *fn = profile_code(p, pid, &c);
 	struct code_id id;
 	bool seen;
@@ -440,7 +483,8 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 	/* a thread that ran no Python code: its native and kernel stack only */
 	uint32_t flags = s->flags | (np ? 0 : STACK_NO_PYTHON);
 	struct pproc *pp = profile_proc(p, s->pid);
-	const struct py_image *im = hmap_get(&n->python, &s->pid, sizeof(s->pid));
+	bool exited;
+	const struct py_image *im = image_of(n, s->pid, s->gen, &exited);
 	int nt = 0;
 
 	if (!pp)
@@ -512,7 +556,11 @@ int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack
 		 * first): its parent's, which it inherited */
 		if (im && im->copy_of && im->gen == s->gen && !native_pc_mapped(n->nat, owner, pc))
 			owner = im->copy_of;
-		nat[nn++] = native_func(n->nat, owner, pc, i == 0);
+		/* announced after its exit: the mappings it had then */
+		if (exited && owner == s->pid)
+			nat[nn++] = native_func_exited(n->nat, owner, pc, i == 0);
+		else
+			nat[nn++] = native_func(n->nat, owner, pc, i == 0);
 	}
 	if (nt)
 		nn = native_of_task(entry, np, nat, nn);

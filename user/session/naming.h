@@ -42,6 +42,8 @@ struct naming {
 	struct native *nat;          /* names native frames; NULL: none are taken */
 	struct sampler *sampler;     /* what it saw of code objects freed since; NULL: none */
 	struct hmap python;          /* pid -> its current CPython image (offsets, gen) */
+	struct hmap exited;          /* pid -> its image, exited within the last
+				      * NATIVE_EXITED_KEEP_NS (naming_exited) */
 };
 
 /* nat may be NULL (no native frames). */
@@ -64,8 +66,13 @@ uint32_t naming_gen(const struct naming *n, int pid);
  * task are named as the task's frames under <task NAME> frames of the task
  * and of those awaiting it.  -1: out of memory. */
 int naming_set_async(struct naming *n, int pid, uint32_t gen, const struct pyasync *a);
-/* pid exited. */
-void naming_forget(struct naming *n, int pid);
+/* pid exited at now: its image is kept aside for NATIVE_EXITED_KEEP_NS, so
+ * that a stack of it announced after its exit (sampled while its exit hook
+ * ran, or in a thread that ran on into the exit) is still named from it,
+ * native frames too (native_proc_exited); then naming_sweep_exited lets it
+ * go. */
+void naming_exited(struct naming *n, int pid, uint64_t now);
+void naming_sweep_exited(struct naming *n, uint64_t now);
 /* Name s and record it in p under (pid, gen, hash); a key already known with
  * the same raw frames is not named again.  -1: out of memory. */
 int naming_add_stack(struct naming *n, struct profile *p, const struct raw_stack *s);

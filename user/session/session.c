@@ -722,9 +722,11 @@ static void on_exec(void *ctx, int pid)
 static void on_exit_event(void *ctx, int pid)
 {
 	struct session *r = ctx;
+	uint64_t now = clock_mono_ns();
 
-	native_proc_forget(&r->nat, pid);
-	naming_forget(&r->names, pid);
+	/* kept aside a while: its stacks announced after this are named */
+	native_proc_exited(&r->nat, pid, now);
+	naming_exited(&r->names, pid, now);
 	async_forget(r, pid);
 	sampler_exited(r->s, (uint32_t)pid);
 }
@@ -1191,6 +1193,8 @@ static void run_loop(struct session *r, uint64_t start)
 					r->h->on_tables(r->h->ctx, r->nat_on ? native_pending(&r->nat) : 0);
 				r->h->on_drain(r->h->ctx, &r->prof, st, (now - start) / 1e9, false);
 			}
+			naming_sweep_exited(&r->names, now);
+			native_sweep_exited(&r->nat, now);
 			if (r->nat_on) /* binaries no process maps any more */
 				native_close_idle(&r->nat, o->idle_close_s ? o->idle_close_s * 1000000000ull
 									   : NATIVE_IDLE_CLOSE_NS);
