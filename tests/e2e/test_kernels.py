@@ -1,10 +1,13 @@
 """The kernel matrix: the smoke set (kernel_smoke.py: each mode loads and
 attributes a known split, a merged qsort callback, the daemon writes a
 profile, dump) on Debian's own kernels of the series fleets run, each booted
-under qemu with virtme-ng over this machine's root, and on this kernel with
-the walks forced off bpf_loop.  The guests run the static build, the binary
-the .deb and the wheel ship (the same BPF programs and loader as the
-dynamic one, which runs the set here and the whole suite).
+under qemu with virtme-ng over this machine's root, and on this kernel.
+The guests run the static build, the binary the .deb and the wheel ship
+(the same BPF programs and loader as the dynamic one, which runs the set
+here and the whole suite).  The walks without bpf_loop (bounded loops) are
+checked where a kernel needs them, in the 5.10 guest; the set on this
+kernel with them forced (PYPERF_BPF_LOOP=0) is left out, to keep the suite
+within CI's hour on a loaded machine.
 
 Kernels: scripts/kernels (run by scripts/setup --test-deps) unpacks the
 newest Debian kernel of each series into /var/cache/pyperf-bpf/kernels
@@ -64,9 +67,10 @@ def results_of(out):
 _host = {}
 
 
-@pytest.fixture(scope="module", params=["bpf_loop", "bounded loops"])
+@pytest.fixture(scope="module", params=["bpf_loop"])
 def host_run(request, tmp_path_factory):
-    """the smoke set on this kernel, with bpf_loop and forced without"""
+    """the smoke set on this kernel (PYPERF_BPF_LOOP=0 as a param would
+    force the bounded loops)"""
     walks = request.param
     if walks not in _host:
         out = str(tmp_path_factory.mktemp("smoke"))
