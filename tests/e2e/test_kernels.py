@@ -136,9 +136,9 @@ def boot(series, tmp_path_factory):
             # --verbose: the guest's console comes back too (a panic, an oops).
             # One CPU: with two, each a thread of qemu's, a guest on a busy
             # machine waits for the one that is not running (an IPI, a lock
-            # its holder was preempted in) and runs its checks ~9 times
-            # slower than on a quiet one; with one, ~3 times.  No check needs
-            # two: the wall, off-CPU and timeline workloads' threads share it.
+            # its holder was preempted in): beside two burners 5.10's checks
+            # took 1,064 s with two, 375 s with one.  No check needs two: the
+            # wall, off-CPU and timeline workloads' threads share it.
             r = subprocess.run([VNG, "--verbose", "--disable-kvm", "--run", kernel, "--cpus", "1",
                                 "--memory", "2G", "--rwdir", "/tmp"] + share + ["--exec", guest],
                                capture_output=True, text=True, timeout=1200, env=env, cwd="/tmp")
