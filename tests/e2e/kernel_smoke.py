@@ -129,7 +129,7 @@ class Smoke:
     def wall(self, name, mode="wall"):
         res = os.path.join(self.out, name + ".json")
         stacks, _ = self.record(name, ["-F", "99", "--mode", mode, "--python-only"],
-                                ["wallsplit.py", "4", res])
+                                ["wallsplit.py", "6", res])
         truth = json.load(open(res))
         parts = {"cpu": "cpu_work", "sleep": "sleeper", "pipe": "pipe_reader", "lock": "lock_waiter"}
         if mode == "offcpu":
@@ -141,8 +141,9 @@ class Smoke:
             assert got["cpu_work"] <= (0.1 + 1.25 * waited) * sum(got.values()), (got, waited)
         got = {k: got[v] for k, v in parts.items()}
         want = {k: truth["shares"][k] if "shares" in truth else truth[k] for k in parts}
-        # ns in these modes: the bound counts walks, about 200 a second (3 s
-        # of the 4)
+        # ns in these modes: the bound counts walks, about 200 a second.
+        # 6 s: the 6.12 guest beside two burners once found the lock part
+        # at 2.0 % against the workload's 5.3 % in 4 s
         return {"split": self.expect_split(got, want, 600, loose=self.emulated)}
 
     def offcpu(self, name):
