@@ -83,18 +83,13 @@ int hmap_put(struct hmap *m, const void *key, size_t klen, void *val)
 
 /* Deletion shifts later slots of the probe run back into the hole (no
  * tombstones): a slot moves unless its home lies cyclically in (hole, slot]. */
-void *hmap_del(struct hmap *m, const void *key, size_t klen)
+/* Empty occupied slot s, moving the entries of its probe run back over the
+ * hole; its value. */
+static void *del_slot(struct hmap *m, struct hmap_slot *s)
 {
-	struct hmap_slot *s;
 	size_t mask, hole, j;
-	void *val;
+	void *val = s->val;
 
-	if (!m->cap)
-		return NULL;
-	s = find_slot(m->slots, m->cap, hmap_hash(key, klen), key, klen);
-	if (!s->key)
-		return NULL;
-	val = s->val;
 	free(s->key);
 	mask = m->cap - 1;
 	hole = j = (size_t)(s - m->slots);
@@ -115,6 +110,36 @@ void *hmap_del(struct hmap *m, const void *key, size_t klen)
 	memset(&m->slots[hole], 0, sizeof(m->slots[hole]));
 	m->len--;
 	return val;
+}
+
+void *hmap_del(struct hmap *m, const void *key, size_t klen)
+{
+	struct hmap_slot *s;
+
+	if (!m->cap)
+		return NULL;
+	s = find_slot(m->slots, m->cap, hmap_hash(key, klen), key, klen);
+	return s->key ? del_slot(m, s) : NULL;
+}
+
+size_t hmap_take_if(struct hmap *m, bool (*take)(void *val, void *ctx), void *ctx)
+{
+	size_t n = 0;
+
+	/* a delete moves a later entry of the run back into slot i: looked at
+	 * again; one moved from the table's start to its end is looked at
+	 * twice, and take said no to it the first time */
+	for (size_t i = 0; i < m->cap;) {
+		struct hmap_slot *s = &m->slots[i];
+
+		if (s->key && take(s->val, ctx)) {
+			(void)del_slot(m, s);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
 }
 
 void hmap_free(struct hmap *m, void (*free_val)(void *))

@@ -5,6 +5,7 @@
 #ifndef PYPERF_HMAP_H
 #define PYPERF_HMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,9 @@ void *hmap_get(const struct hmap *m, const void *key, size_t klen);
 int hmap_put(struct hmap *m, const void *key, size_t klen, void *val);
 /* Remove key; returns its value (NULL if absent).  Not while iterating. */
 void *hmap_del(struct hmap *m, const void *key, size_t klen);
+/* Remove every entry whose value take(val, ctx) takes (returns true for:
+ * the value is the caller's then); how many. */
+size_t hmap_take_if(struct hmap *m, bool (*take)(void *val, void *ctx), void *ctx);
 /* Free the table and its key copies; free_val (may be NULL) is called on each value. */
 void hmap_free(struct hmap *m, void (*free_val)(void *));
 

@@ -1227,23 +1227,25 @@ void native_proc_exited(struct native *n, int pid, uint64_t now)
 		drop_proc(n, np); /* out of memory: let go now */
 }
 
+struct sweep {
+	struct native *n;
+	uint64_t now;
+};
+
+static bool take_exited(void *val, void *ctx)
+{
+	struct nproc *np = val;
+	const struct sweep *w = ctx;
+
+	if (w->now - np->exited_ns < NATIVE_EXITED_KEEP_NS)
+		return false;
+	drop_proc(w->n, np);
+	return true;
+}
+
 void native_sweep_exited(struct native *n, uint64_t now)
 {
-	enum { BATCH = 256 };
-	int pids[BATCH];
-	size_t k;
-
-	do { /* not while iterating: a batch at a time */
-		k = 0;
-		hmap_for_each(&n->exited, e) {
-			const struct nproc *np = e->val;
-
-			if (k < BATCH && now - np->exited_ns >= NATIVE_EXITED_KEEP_NS)
-				pids[k++] = np->pid;
-		}
-		for (size_t i = 0; i < k; i++)
-			drop_proc(n, hmap_del(&n->exited, &pids[i], sizeof(pids[i])));
-	} while (k == BATCH);
+	(void)hmap_take_if(&n->exited, take_exited, &(struct sweep){ n, now });
 }
 
 static const struct nmap *find_map(const struct nproc *np, uint64_t pc)

@@ -172,23 +172,19 @@ void naming_exited(struct naming *n, int pid, uint64_t now)
 		image_free(im); /* out of memory: let go now */
 }
 
+static bool take_exited(void *val, void *now)
+{
+	struct py_image *im = val;
+
+	if (*(const uint64_t *)now - im->exited_ns < NATIVE_EXITED_KEEP_NS)
+		return false;
+	image_free(im);
+	return true;
+}
+
 void naming_sweep_exited(struct naming *n, uint64_t now)
 {
-	enum { BATCH = 256 };
-	int pids[BATCH];
-	size_t k;
-
-	do { /* not while iterating: a batch at a time */
-		k = 0;
-		hmap_for_each(&n->exited, e) {
-			const struct py_image *im = e->val;
-
-			if (k < BATCH && now - im->exited_ns >= NATIVE_EXITED_KEEP_NS)
-				memcpy(&pids[k++], e->key, sizeof(int));
-		}
-		for (size_t i = 0; i < k; i++)
-			image_free(hmap_del(&n->exited, &pids[i], sizeof(pids[i])));
-	} while (k == BATCH);
+	(void)hmap_take_if(&n->exited, take_exited, &now);
 }
 
 /* pid's image gen: the current one, or the one that exited lately (*exited
