@@ -108,10 +108,15 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	 * GIL), else at most every NO_TSTATE_RECHECK_NS: a pool of native
 	 * threads would walk the list at most samples otherwise.  The second
 	 * walk comes NO_TSTATE_RETRY_NS after the first whatever the head, for
-	 * a Python thread sampled before it bound its state to its thread. */
+	 * a Python thread sampled before it bound its state to its thread.
+	 * From 3.12 a state goes to the head before it is bound (its thread
+	 * id 0): a native thread's own new state, while PyGILState_Ensure
+	 * makes it, is not yet its own.  Such a head is not taken as seen
+	 * (it would hide the state, bound a moment later, for a second, and
+	 * did under load): walked again NO_TSTATE_RETRY_NS on. */
 	if (none && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
 		return 0;
-	fresh.head = none ? head : 0;
+	fresh.head = none && head && read_ptr(head + o->tstate_thread_id) ? head : 0;
 	fresh.interps = interp;
 	fresh.multi = multi;
 	w->tstate = head;
