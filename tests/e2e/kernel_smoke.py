@@ -62,12 +62,16 @@ class Smoke:
     def record(self, name, args, workload, timeout=300):
         """record ARGS -- PYTHON workloads/WORKLOAD...; (stacks, run)"""
         folded = os.path.join(self.out, name + ".folded")
-        r = self.run(["record", "-q", "-o", folded] + args + ["--", self.python] +
+        # -v: a failure says what the loader saw (which process it took
+        # when, the tables it built), not only its last line
+        r = self.run(["record", "-v", "-o", folded] + args + ["--", self.python] +
                      [os.path.join(WORKLOADS, workload[0])] + list(workload[1:]), timeout)
         with open(os.path.join(self.out, name + ".log"), "w") as f:
             f.write(r.stderr)
         if r.returncode != 0:
-            raise AssertionError(f"record exited {r.returncode}: {r.stderr.strip()[-600:]}")
+            lines = r.stderr.strip().splitlines()
+            raise AssertionError(f"record exited {r.returncode}: {lines[-1] if lines else ''}; "
+                                 f"its log: {' | '.join(lines[:-1])[-1500:]}")
         return parse_folded(folded), r
 
     def check(self, name, fn):

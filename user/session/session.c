@@ -399,9 +399,10 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 	if ((nb = hmap_get(&r->newborn, &py->pid, sizeof(py->pid))))
 		nb->adopted = true;
 	if (r->o->verbose)
-		say(r, "pid %d: Python %d.%d, %s, offsets from %s, %s", py->pid, py->major, py->minor,
-		    py->binary, py->debug_offsets ? "_Py_DebugOffsets" : "table",
-		    py->types.code ? "object types checked" : "object types unknown");
+		say(r, "pid %d: Python %d.%d, %s, offsets from %s, %s, taken at %.0f ms", py->pid,
+		    py->major, py->minor, py->binary, py->debug_offsets ? "_Py_DebugOffsets" : "table",
+		    py->types.code ? "object types checked" : "object types unknown",
+		    r->started ? (clock_mono_ns() - r->start_ns) / 1e6 : 0.0);
 	memset(&pi, 0, sizeof(pi));
 	pi.runtime_addr = py->runtime_addr;
 	pi.gen = gen ? gen : ++r->next_gen;
@@ -623,8 +624,12 @@ static int try_newborns(struct session *r)
 			/* past its first 2 s, a process with no interpreter in
 			 * its image at all (a shell, a compiler) is left to the
 			 * samples: one that loads libpython later is found so */
-			else if (rc == PYPROC_NOT_PYTHON && now >= b->late_ns)
+			else if (rc == PYPROC_NOT_PYTHON && now >= b->late_ns) {
 				rc = PYPROC_GONE;
+				if (r->o->verbose)
+					say(r, "pid %d: no interpreter in its image %.0f ms after its "
+					    "exec: left to its samples", pid, NEWBORN_FOR_NS / 1e6);
+			}
 		} else {
 			rc = -1;
 		}
