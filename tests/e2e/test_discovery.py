@@ -56,6 +56,9 @@ def test_313_plus_uses_debug_offsets(python, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "offsets from _Py_DebugOffsets" in r.stderr, r.stderr
+    # -v says when the command's process was taken: within its 1.5 s run
+    taken = re.search(r"pid \d+: Python .*, taken at (\d+) ms", r.stderr)
+    assert taken and int(taken.group(1)) < 1500, r.stderr
     assert any(names(f)[:1] == ["<module>"] for f, _ in parse_folded(out.read_text()))
 
 
