@@ -16,12 +16,16 @@ loops, bpf/loop.bpf.h), bookworm's 6.1, trixie's 6.12 and sid's newest.
 virtme-ng comes from PyPI into /var/cache/pyperf-bpf/vng (PYPERF_VNG).
 This machine's nested KVM hangs at boot, so qemu emulates (TCG): a boot
 takes about half a minute, and the checks compare shares and names, never
-rates.  One boot per kernel runs the whole set; each check is its own test."""
+rates.  One boot per kernel runs the whole set; each check is its own test.
+The guests boot two at a time (each one emulated CPU, one host thread of
+qemu's), so that on CI's two CPUs neither sits idle while the matrix runs."""
 import json
 import os
 import re
 import subprocess
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -92,7 +96,6 @@ def test_smoke_on_this_kernel(host_run, check):
     assert c["ok"], f"{check} ({walks}): {c['why']}"
 
 
-_vm = {}
 _vm_out = {}
 
 
@@ -102,10 +105,43 @@ def stale_patch(console):
                 and re.search(r"Code: .* (e9 <[0-9a-f]{2}>|0f <1f> 44 00 00)", console))
 
 
-def boot(series, tmp_path_factory):
-    """results of the smoke set run inside `series`' kernel, booted once"""
-    if series in _vm:
-        return _vm[series]
+# guests at once: each is one busy host thread (qemu's TCG), and each check
+# inside compares shares, never rates, so two sharing CI's two CPUs with the
+# rest of the machine slow each other but change no answer
+GUESTS = max(1, min(2, os.cpu_count() or 1))
+_booting = {}
+_lock = threading.Lock()
+
+
+def selected_series(request):
+    """the kernels this session's selected tests boot, in SERIES' order"""
+    want = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module is request.module:
+            want.add(params.get("vm_run") or params.get("series"))
+    return [s for s in SERIES if s in want]
+
+
+def boot(series, request, tmp_path_factory):
+    """results of the smoke set run inside `series`' kernel, booted once;
+    the first call starts the boot of every kernel the session's tests
+    need, GUESTS at a time in SERIES' order (5.10's, the longest, first),
+    and each call waits for its own (a series whose kernel or tools are
+    missing fails in its own call: the worker's exception comes back)"""
+    with _lock:
+        if series not in _booting:
+            pool = ThreadPoolExecutor(max_workers=GUESTS, thread_name_prefix="guest")
+            for s in selected_series(request) + [series]:
+                if s not in _booting:
+                    _booting[s] = pool.submit(boot_one, s, str(tmp_path_factory.mktemp(f"vm-{s}")))
+            pool.shutdown(wait=False)
+    return _booting[series].result()
+
+
+def boot_one(series, out):
+    """boot `series`' kernel once and run the smoke set in it, results in
+    OUT: (results or None, why)"""
     if not os.access(STATIC, os.X_OK):
         pytest.fail(f"no static build at {STATIC}: make static")
     kernel = os.path.join(KERNELS, series, "kernel")
@@ -117,7 +153,6 @@ def boot(series, tmp_path_factory):
                     "from PyPI")
     # the guest sees this machine's root; /tmp is writable there, and the
     # results come back through it
-    out = str(tmp_path_factory.mktemp(f"vm-{series}"))
     assert out.startswith("/tmp/"), out
     # transparent huge pages off in the guest (Debian's kernels map a big
     # bytearray with 2 MiB pages: a few faults, not the 4 KiB ones the
@@ -167,14 +202,13 @@ def boot(series, tmp_path_factory):
         if any(w in console for w in ("Kernel panic", "BUG:", "Oops", "Call Trace")) and \
                 not stale_patch(console):
             break
-    _vm[series] = (results_of(out), "\n--- booted again ---\n".join(whys))
     _vm_out[series] = out
-    return _vm[series]
+    return results_of(out), "\n--- booted again ---\n".join(whys)
 
 
 @pytest.fixture(scope="module", params=list(SERIES))
 def vm_run(request, tmp_path_factory):
-    return request.param, boot(request.param, tmp_path_factory)
+    return request.param, boot(request.param, request, tmp_path_factory)
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -192,7 +226,7 @@ def test_smoke_on_debian_kernel(vm_run, check):
 
 
 @pytest.mark.parametrize("series", list(OWN_RELEASE))
-def test_static_build_on_a_release_with_its_own_kernel(series, tmp_path_factory):
+def test_static_build_on_a_release_with_its_own_kernel(series, request, tmp_path_factory):
     """bullseye's python3.9 recorded by the static build on bullseye's own
     user space and its own 5.10 kernel (the guest booted for the matrix)"""
     release = OWN_RELEASE[series]
@@ -200,7 +234,7 @@ def test_static_build_on_a_release_with_its_own_kernel(series, tmp_path_factory)
         pytest.fail(f"no Debian {release} root in {ROOTS}: scripts/setup --test-deps makes it")
     if not os.access(STATIC, os.X_OK):
         pytest.fail(f"no static build at {STATIC}: make static")
-    _, why = boot(series, tmp_path_factory)
+    _, why = boot(series, request, tmp_path_factory)
     res = results_of(os.path.join(_vm_out[series], release))
     assert res, f"{release} in the {series} guest wrote no results: {why}"
     c = res["record"]
