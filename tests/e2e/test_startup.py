@@ -103,6 +103,12 @@ def test_python_only_builds_no_native_table(tmp_path):
                     extra=["--stats-json", str(merged)])
     m = json.loads(merged.read_text())
     assert m["unwind_build_ms"] > 0, m  # the merged run did build tables
+    # the resident set at the end, split into anonymous pages and mapped
+    # files (the ELF files the readers map): each there, and together no
+    # more than the peak
+    for st in (s, m):
+        anon, file = st["loader_rss_anon_kb"], st["loader_rss_file_kb"]
+        assert anon > 0 and file > 0 and anon + file <= st["loader_maxrss_kb"], st
     insns = {k: {p["name"]: p["insns"] for p in v["programs"]}["on_sample"]
              for k, v in (("python-only", s), ("merged", m))}
     assert insns["python-only"] < insns["merged"] / 1.5, insns

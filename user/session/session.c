@@ -1261,7 +1261,7 @@ struct stat_field {
 static void write_stats_json(struct session *r, double secs, double loop_cpu)
 {
 	uint64_t st[STAT_NR], cnt = 0, ns = 0, scnt = 0, sns = 0;
-	long rss;
+	long rss, anon, file;
 	double cpu = clock_cpu_s(&rss);
 	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
 	const struct native_stats *nt = &r->nat.st;
@@ -1269,6 +1269,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 
 	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
 		return;
+	clock_rss_kb(&anon, &file);
 	sampler_stats(r->s, st);
 	sampler_prog_stats(r->s, false, &cnt, &ns);
 	sampler_prog_stats(r->s, true, &scnt, &sns);
@@ -1277,6 +1278,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_U("bpf_run_cnt", cnt), STAT_U("bpf_run_time_ns", ns),
 		STAT_D("loader_cpu_s", cpu, 6), STAT_D("loader_loop_cpu_s", loop_cpu, 6),
 		STAT_U("loader_maxrss_kb", rss),
+		/* now, not at the peak: anonymous against mapped files */
+		STAT_D("loader_rss_anon_kb", anon, 0), STAT_D("loader_rss_file_kb", file, 0),
 		STAT_U("stat_samples", st[STAT_SAMPLES]), STAT_U("stat_truncated", st[STAT_TRUNCATED]),
 		STAT_U("stat_map_full", st[STAT_MAP_FULL]),
 		STAT_U("stat_ringbuf_full", st[STAT_RINGBUF_FULL]),
