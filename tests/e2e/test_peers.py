@@ -132,8 +132,11 @@ def test_record_split_against_py_spy_and_austin(python, tmp_path):
     austin = peer("austin")
     if python[1] <= (3, 13):
         a_out, a_truth = tmp_path / "austin.txt", tmp_path / "a.json"
-        r = subprocess.run([austin, "-s", "-i", "2ms", "-o", str(a_out), python[0], script, "4",
-                            str(a_truth)], capture_output=True, text=True, timeout=120)
+        # -t 5s: austin gives a command 100 ms to show its interpreter, and
+        # then says "not a Python process" (it did once beside two burners)
+        r = subprocess.run([austin, "-s", "-i", "2ms", "-t", "5s", "-o", str(a_out), python[0],
+                            script, "4", str(a_truth)], capture_output=True, text=True,
+                           timeout=120)
         assert r.returncode == 0, r.stderr
         # austin once wrote a frame of bytes it misread, not UTF-8
         errors["austin"] = split_error(austin_stacks(a_out.read_text(errors="replace")),
