@@ -23,7 +23,6 @@ import json
 import os
 import re
 import subprocess
-import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -109,8 +108,7 @@ def stale_patch(console):
 # inside compares shares, never rates, so two sharing CI's two CPUs with the
 # rest of the machine slow each other but change no answer
 GUESTS = max(1, min(2, os.cpu_count() or 1))
-_booting = {}
-_lock = threading.Lock()
+_booting = {}  # series: the future of its boot_one
 
 
 def selected_series(request):
@@ -129,13 +127,12 @@ def boot(series, request, tmp_path_factory):
     need, GUESTS at a time in SERIES' order (5.10's, the longest, first),
     and each call waits for its own (a series whose kernel or tools are
     missing fails in its own call: the worker's exception comes back)"""
-    with _lock:
-        if series not in _booting:
-            pool = ThreadPoolExecutor(max_workers=GUESTS, thread_name_prefix="guest")
-            for s in selected_series(request) + [series]:
-                if s not in _booting:
-                    _booting[s] = pool.submit(boot_one, s, str(tmp_path_factory.mktemp(f"vm-{s}")))
-            pool.shutdown(wait=False)
+    if series not in _booting:  # (pytest's own thread only: no lock)
+        pool = ThreadPoolExecutor(max_workers=GUESTS, thread_name_prefix="guest")
+        for s in selected_series(request) + [series]:
+            if s not in _booting:
+                _booting[s] = pool.submit(boot_one, s, str(tmp_path_factory.mktemp(f"vm-{s}")))
+        pool.shutdown(wait=False)
     return _booting[series].result()
 
 
