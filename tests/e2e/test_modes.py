@@ -17,6 +17,7 @@ import re
 import subprocess
 import xml.etree.ElementTree as ET
 
+import pytest
 
 from conftest import SUPPORTED, WORKLOADS, func_name, parse_folded, record_workload, \
     run_pyperf, supported_pythons
@@ -304,9 +305,9 @@ def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
                          stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
-        txt, folded = tmp_path / "r.txt", tmp_path / "r.folded"
+        txt, folded, stats = tmp_path / "r.txt", tmp_path / "r.folded", tmp_path / "s.json"
         r = run_pyperf(["-v", "--mode", "wall", "-d", "2", "-o", str(txt), "-o", str(folded),
-                        "-p", str(p.pid)], timeout=60)
+                        "--stats-json", str(stats), "-p", str(p.pid)], timeout=60)
         assert r.returncode == 0, r.stderr
     finally:
         p.kill()
@@ -316,10 +317,18 @@ def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
     threads = {m.group(2): float(m.group(3)) for m in re.finditer(
         r'^    thread (\d+) "([^"]*)": ([\d.]+) s', report, re.M)}
     for name in ("MainThread", "napper", "locked", "piped", "waker"):
-        # (the whole report, the verbose log and the stacks if not: the
-        # waker once had 0.93 s of 2.01 on a loaded machine, unexplained)
-        assert abs(threads.get(name, 0) - secs) < 0.1 * secs, \
-            (name, secs, report[:3000], r.stderr[-3000:], folded.read_text()[-3000:])
+        if abs(threads.get(name, 0) - secs) >= 0.1 * secs:
+            # The waker had 0.93 s and 1.48 s of 2.01 beside two burners,
+            # about once in a hundred runs, unexplained (never here in 115
+            # runs beside 2-4 burners): the whole evidence, untruncated
+            # (pytest cuts an assert's message), for the next time.
+            st = json.loads(stats.read_text())
+            pytest.fail(f"{name}: {threads.get(name)} s of {secs}\n--- report\n{report}\n"
+                        f"--- log\n{r.stderr}\n--- the waker's stacks\n" +
+                        "".join(ln + "\n" for ln in folded.read_text().splitlines()
+                                if "doze" in ln or "[native incomplete]" not in ln) +
+                        "--- stats\n" + json.dumps({k: v for k, v in st.items()
+                                                     if k.startswith(("stat_", "unattr"))}))
     stacks = parse_folded(folded.read_text())
     for fn, kernel in ASLEEP.items():
         mine = [(f, c) for f, c in stacks if fn in map(func_name, f)]
