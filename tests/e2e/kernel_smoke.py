@@ -79,14 +79,15 @@ class Smoke:
         it has too few samples: under emulation one try that sampled nothing
         at all is such a try (CI's 6.1 guest once had 4 s of qsort's CPU give
         no sample; not seen again in 25 tries here, quiet and beside two
-        burners).  Its log's lines go into `empties`; a second fails."""
+        burners).  Its log's lines go into `empties`; a second fails.
+        (stacks, run), the run None for an empty try."""
         try:
-            return self.record(name, args, workload)[0]
+            return self.record(name, args, workload)
         except AssertionError as e:
             if not self.emulated or empties or "nothing was sampled" not in str(e):
                 raise
             empties.append(str(e)[-1500:])
-            return []
+            return [], None
 
     def check(self, name, fn):
         t0 = time.monotonic()
@@ -132,7 +133,7 @@ class Smoke:
         # again for twice as long, up to 24 s
         empties = []
         for seconds in (3, 6, 12, 24):
-            stacks = self.record_try(name, ["-F", "99"], ["split.py", str(seconds), res], empties)
+            stacks, _ = self.record_try(name, ["-F", "99"], ["split.py", str(seconds), res], empties)
             truth = json.load(open(res))
             got = self.shares(stacks, list(truth))
             n = sum(got.values())
@@ -179,11 +180,19 @@ class Smoke:
         return {"bytes": [touched, truth["touched_bytes"]]}
 
     def alloc(self, name):
-        stacks, r = self.record(name, ["--mode", "alloc"], ["allocsplit.py", "4"])
+        # an empty try is tried once more (record_try): a 5.10 guest here
+        # once adopted nothing in alloc mode, its loader finding no
+        # interpreter in the command's image 2 s after its exec, and the
+        # clock's samples not finding it later in the run (why is not known;
+        # the other checks and the next try passed)
+        empties, r = [], None
+        while r is None:
+            stacks, r = self.record_try(name, ["--mode", "alloc"], ["allocsplit.py", "4"],
+                                        empties)
         truth = json.loads(r.stdout.strip().splitlines()[-1])
         got = self.shares([(f, c) for f, c in stacks if not any(x.startswith("mmap (") for x in f)],
                           list(truth))
-        return {"split": self.expect_split(got, truth, 400)}
+        return {"split": self.expect_split(got, truth, 400), "empty_tries": empties}
 
     def qsort(self, name):
         # The first samples come before the native tables are built, and
@@ -196,7 +205,7 @@ class Smoke:
         # tables cached by then), up to 16 s.
         tries, empties = [], []
         for seconds in (4, 8, 16):
-            stacks = self.record_try(name, ["-F", "99"], ["qsort_cb.py", str(seconds)], empties)
+            stacks, _ = self.record_try(name, ["-F", "99"], ["qsort_cb.py", str(seconds)], empties)
             inside = under = pending = 0
             for frames, n in stacks:
                 fns = [func(x) for x in frames]
