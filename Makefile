@@ -44,7 +44,15 @@ $(BUILD)/vmlinux.h:
 # is stripped, as libbpf-tools do; .BTF and .BTF.ext (types, CO-RE
 # relocations, line info for the verifier's log) stay
 LLVM_STRIP ?= llvm-strip
-$(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+# Each mode's BPF header (bpf/modes/): one include line each, made here, so
+# that a new mode's header is all the BPF side it needs.  The folder is a
+# prerequisite: adding or removing a header changes its time.
+BPF_MODES := $(sort $(wildcard bpf/modes/*.bpf.h))
+$(BUILD)/modes.bpf.h: bpf/modes
+	@mkdir -p $(BUILD)
+	printf '#include "modes/%s"\n' $(notdir $(BPF_MODES)) > $@.tmp && mv $@.tmp $@
+BPF_SRCS := bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BPF_MODES) $(BUILD)/modes.bpf.h $(BUILD)/vmlinux.h
+$(BUILD)/pyperf.bpf.o: $(BPF_SRCS)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
 
 # The same source without bpf_loop, for kernels before 5.17 (bpf/loop.bpf.h);
@@ -52,7 +60,7 @@ $(BUILD)/pyperf.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 # programs, maps and global variables must be the same, the variables in the
 # same places: the two skeletons' declarations are compared here (the
 # skeleton finds maps, programs and links by name: their order is not)
-$(BUILD)/pyperf_compat.bpf.o: bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+$(BUILD)/pyperf_compat.bpf.o: $(BPF_SRCS)
 	$(CLANG) $(BPF_CFLAGS) -DPYPERF_NO_BPF_LOOP -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && \
 		mv $@.tmp $@
 

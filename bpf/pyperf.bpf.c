@@ -327,7 +327,7 @@ struct native_walk {
 };
 
 /* `leaks`: a thread's sampled allocation between the allocator's entry and
- * its return (the address), key: tid (alloc.bpf.h) */
+ * its return (the address), key: tid (modes/alloc.bpf.h) */
 struct pending_alloc {
 	struct live_alloc a;
 	__u64 out;                   /* posix_memalign: where the address goes; 0: returned */
@@ -793,8 +793,6 @@ static __always_inline bool walk_current(struct scratch *s, struct proc_info *p,
 	return true;
 }
 
-#include "faults.bpf.h"
-
 /* The current thread's stack, counted with weight: the Python and native
  * user stacks from regs (user-mode registers, or kernel ones: the thread's
  * own at its kernel entry are used), and the kernel stack when regs are
@@ -837,6 +835,12 @@ static __always_inline bool sample_current(void *ctx, const struct ctx_regs *reg
 	return true;
 }
 
+/* Each mode's own maps, helpers and programs: every header in bpf/modes/,
+ * listed by the build (modes.bpf.h); after the walk and the count, which
+ * they call, and before on_sample, which calls theirs (faults: which faults
+ * are walked). */
+#include "modes.bpf.h"
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -857,8 +861,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-#include "alloc.bpf.h"
-#include "offcpu.bpf.h"
 
 /* ---- kernel symbols, for the loader ---- */
 

@@ -354,17 +354,6 @@ static inline void py_code_span(const struct py_offsets *o, __u16 *lo, __u16 *le
 	*len = (__u16)(max + 8 - min);
 }
 
-/* What a profile measures (--mode). */
-enum pyperf_mode {
-	MODE_CPU = 0,                /* on-CPU samples; counts are samples */
-	MODE_WALL,                   /* on-CPU samples and off-CPU time; counts are ns */
-	MODE_OFFCPU,                 /* off-CPU time only; counts are ns */
-	MODE_FAULTS,                 /* page faults on anonymous memory; counts are bytes */
-	MODE_ALLOC,                  /* bytes allocated (malloc & co.), sampled; counts are bytes */
-	MODE_LEAKS,                  /* `leaks`: sampled allocations still live; counts are
-				      * bytes (not a --mode) */
-};
-
 
 /* --mode alloc: the byte sampler's tables (rodata, filled by the loader):
  * ALLOC_GAPS quantiles of an exponential gap, and the weight of a sampled

@@ -1,6 +1,7 @@
 /* alloc.bpf.h - --mode alloc: the allocator probes, per process (uprobes on the C
  * library's malloc family), sampled by bytes
- * (included by pyperf.bpf.c, after the helpers and the stack walk). */
+ * (included by pyperf.bpf.c through modes.bpf.h, after the helpers and the
+ * stack walk). */
 /* ---- allocations (--mode alloc) ---- */
 
 /* `leaks`: sampled allocations not freed yet */

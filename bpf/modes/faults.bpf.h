@@ -1,5 +1,6 @@
 /* faults.bpf.h - --mode faults: which page faults are walked
- * (included by pyperf.bpf.c, after the helpers and the stack walk). */
+ * (included by pyperf.bpf.c through modes.bpf.h, after the helpers and the
+ * stack walk). */
 
 /* --mode faults: per CPU, page faults until the next pick */
 struct {

@@ -1,5 +1,6 @@
 /* offcpu.bpf.h - --mode wall|offcpu: off-CPU time from the scheduler's switches
- * (included by pyperf.bpf.c, after the helpers and the stack walk). */
+ * (included by pyperf.bpf.c through modes.bpf.h, after the helpers and the
+ * stack walk). */
 
 /* each profiled thread's off-CPU state (--mode wall|offcpu), in a table
  * the sched_switch hook reads on every context switch of the host.  An

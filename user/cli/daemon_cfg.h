@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "pyperf.h"
+#include "mode.h"
 
 struct daemon_cfg {
 	int freq;

@@ -1,4 +1,6 @@
-/* mode.c - the modes' rows (mode.h). */
+/* mode.c - the modes' rows (mode.h), each at its mode's index: a new mode
+ * is a row at the end (with a constant in enum pyperf_mode only if code
+ * names it) and its header in bpf/modes/. */
 #include "mode.h"
 
 #include <linux/perf_event.h>
@@ -15,17 +17,17 @@ static const char *const offcpu_maps[] = { "offcpu_slots", NULL };
 static const char *const none[] = { NULL };
 
 const struct mode_desc mode_descs[] = {
-	{ .mode = MODE_CPU, .name = "cpu", .option = true, .quantity = MQ_SAMPLES, .type = "cpu",
+	[MODE_CPU] = { .name = "cpu", .option = true, .quantity = MQ_SAMPLES, .type = "cpu",
 	  .periodic = true, .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "ran on a CPU",
 	  .report = MR_SAMPLES, .progs = none, .maps = none, .live_progs = none, .live_maps = none },
-	{ .mode = MODE_WALL, .name = "wall", .option = true, .quantity = MQ_NS, .type = "wall",
+	[MODE_WALL] = { .name = "wall", .option = true, .quantity = MQ_NS, .type = "wall",
 	  .periodic = true, .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "was seen",
 	  .report = MR_THREAD_TIME, .progs = offcpu_progs, .maps = offcpu_maps, .live_progs = none,
 	  .live_maps = none },
-	{ .mode = MODE_OFFCPU, .name = "offcpu", .option = true, .quantity = MQ_NS,
+	[MODE_OFFCPU] = { .name = "offcpu", .option = true, .quantity = MQ_NS,
 	  .type = "offcpu", .perf_event = -1, .did = "was seen", .report = MR_THREAD_TIME,
 	  .progs = offcpu_progs, .maps = offcpu_maps, .live_progs = none, .live_maps = none },
-	{ .mode = MODE_FAULTS, .name = "faults", .option = true, .quantity = MQ_BYTES,
+	[MODE_FAULTS] = { .name = "faults", .option = true, .quantity = MQ_BYTES,
 	  .type = "faults", .perf_event = PERF_COUNT_SW_PAGE_FAULTS, .did = "was seen",
 	  .amount = "faulted in", .svg_amount = "of anonymous memory faulted in",
 	  .report = MR_BYTES, .report_amount = "of anonymous memory faulted in",
@@ -33,7 +35,7 @@ const struct mode_desc mode_descs[] = {
 	  .walked = "walked: anonymous memory",
 	  .progs = none, .maps = none, .live_progs = none, .live_maps = none },
 	/* the clock only finds processes; the allocator probes count */
-	{ .mode = MODE_ALLOC, .name = "alloc", .option = true, .quantity = MQ_BYTES,
+	[MODE_ALLOC] = { .name = "alloc", .option = true, .quantity = MQ_BYTES,
 	  .type = "alloc_space", .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "was seen",
 	  .amount = "allocated", .svg_amount = "allocated", .report = MR_BYTES,
 	  .report_amount = "allocated (estimated from sampled bytes)",
@@ -41,7 +43,7 @@ const struct mode_desc mode_descs[] = {
 	  .walked = "sampled", .allocator = true, .progs = alloc_progs, .maps = alloc_maps,
 	  .live_progs = alloc_live_progs, .live_maps = alloc_live_maps },
 	/* `leaks`' outputs: the sampled allocations still live */
-	{ .mode = MODE_LEAKS, .name = "leaks", .quantity = MQ_BYTES, .type = "inuse_space",
+	[MODE_LEAKS] = { .name = "leaks", .quantity = MQ_BYTES, .type = "inuse_space",
 	  .perf_event = PERF_COUNT_SW_CPU_CLOCK, .did = "was seen", .amount = "still live",
 	  .svg_amount = "still live (sampled allocations)", .report = MR_LIVE, .allocator = true,
 	  .progs = alloc_progs, .maps = alloc_maps, .live_progs = alloc_live_progs,
@@ -51,17 +53,14 @@ const size_t mode_ndescs = sizeof(mode_descs) / sizeof(mode_descs[0]);
 
 const struct mode_desc *mode_desc(enum pyperf_mode m)
 {
-	for (size_t i = 0; i < mode_ndescs; i++)
-		if (mode_descs[i].mode == m)
-			return &mode_descs[i];
-	return &mode_descs[0];
+	return (size_t)m < mode_ndescs ? &mode_descs[m] : &mode_descs[0];
 }
 
 int mode_parse(const char *name, enum pyperf_mode *out)
 {
 	for (size_t i = 0; i < mode_ndescs; i++)
 		if (mode_descs[i].option && !strcmp(name, mode_descs[i].name)) {
-			*out = mode_descs[i].mode;
+			*out = (enum pyperf_mode)i;
 			return 0;
 		}
 	return -1;

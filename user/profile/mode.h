@@ -4,9 +4,9 @@
  * headlines, which perf event drives the sampler, which of the BPF
  * object's programs and maps the mode needs, and whether those are the
  * allocator probes.  The sampler, the session, the writers, top and the
- * daemon read these rows and never name a mode; adding a mode is its value
- * in enum pyperf_mode (bpf/pyperf.h), a row here and its BPF header
- * (bpf/MODE.bpf.h, included by bpf/pyperf.bpf.c). */
+ * daemon read these rows and never name a mode; adding a mode is its row
+ * (mode.c) and its BPF header (bpf/modes/NAME.bpf.h: the build includes
+ * every header there). */
 #ifndef PYPERF_MODE_H
 #define PYPERF_MODE_H
 
@@ -15,6 +15,19 @@
 #include <stdint.h>
 #include <string.h>
 #include "pyperf.h"
+
+/* What a profile measures (--mode): its row's index in mode_descs.  Only
+ * the modes that code names have a constant here (the default, the ones
+ * `leaks` asks for); any other is found by its name (mode_parse). */
+enum pyperf_mode {
+	MODE_CPU = 0,                /* on-CPU samples; counts are samples */
+	MODE_WALL,                   /* on-CPU samples and off-CPU time; counts are ns */
+	MODE_OFFCPU,                 /* off-CPU time only; counts are ns */
+	MODE_FAULTS,                 /* page faults on anonymous memory; counts are bytes */
+	MODE_ALLOC,                  /* bytes allocated (malloc & co.), sampled; counts are bytes */
+	MODE_LEAKS,                  /* `leaks`: sampled allocations still live; counts are
+				      * bytes (not a --mode) */
+};
 
 /* what one count is */
 enum mode_quantity {
@@ -36,7 +49,6 @@ enum mode_report {
 };
 
 struct mode_desc {
-	enum pyperf_mode mode;
 	const char *name;            /* --mode's word; `mode =` in the daemon's configuration */
 	bool option;                 /* a --mode (leaks is the `leaks` command's) */
 	enum mode_quantity quantity;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pyperf.h"
+#include "mode.h"
 
 struct sampler;
 

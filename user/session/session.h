@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "pyperf.h"
+#include "mode.h"
 
 struct profile;
 
