@@ -85,7 +85,19 @@ static const struct elf_facts *elf_facts_for(int pid, const struct proc_map *m)
 	f->size = (int64_t)st.st_size;
 	f->ctime_s = (int64_t)st.st_ctim.tv_sec;
 	f->ctime_ns = (int64_t)st.st_ctim.tv_nsec;
-	f->ok = elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err)) == 0;
+	/* A file that could not be read is not remembered: the read may have
+	 * failed for the moment only (the map_files link of a mapping the
+	 * dynamic loader replaced between the look at the maps and the open,
+	 * while a newborn maps its libpython), and remembered it would make
+	 * the process, and every later one that maps the file, look like no
+	 * Python for as long as the loader runs. */
+	if (elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err))) {
+		static const struct elf_facts unread = { .ok = false };
+
+		free(f);
+		return &unread;
+	}
+	f->ok = true;
 	f->next = facts_cache;
 	facts_cache = f;
 	return f;
