@@ -869,7 +869,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-
 /* ---- kernel symbols, for the loader ---- */
 
 /* The loader runs this (BPF_PROG_RUN) with one kernel address at a time and
