@@ -47,6 +47,10 @@ def test_kernel_frames_are_named_by_the_kernels_symbols(tmp_path):
     kernel = {f[:-len("_[k]")] for frames, _ in stacks for f in frames if is_kernel(f)}
     assert len(kernel) >= 5, kernel
     assert "[unknown]" not in kernel
+    # a sample may land in one of our own BPF programs (on_exit, as the
+    # workload's threads end): the kernel names it bpf_prog_TAG_NAME, and it
+    # has left kallsyms with the profiler by the time this reads it
+    kernel = {k for k in kernel if not k.startswith("bpf_prog_")}
     assert kernel <= kallsyms_text(), kernel - kallsyms_text()
     chain = ["do_syscall_64", "ksys_read", "vfs_read"]
     assert any([f[:-4] for f in frames if f[:-4] in chain] == chain
