@@ -90,7 +90,9 @@ static const struct elf_facts *elf_facts_for(int pid, const struct proc_map *m)
 	 * dynamic loader replaced between the look at the maps and the open,
 	 * while a newborn maps its libpython), and remembered it would make
 	 * the process, and every later one that maps the file, look like no
-	 * Python for as long as the loader runs. */
+	 * Python for as long as the loader runs.  (A file that is not ELF at
+	 * all, rare in an executable mapping, is so opened again at each look:
+	 * its header is all that is read.) */
 	if (elf_find_symbols(host, sym_names, SYM_NR, f->sym, sizes, err, sizeof(err))) {
 		static const struct elf_facts unread = { .ok = false };
 
