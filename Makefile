@@ -52,17 +52,21 @@ $(BUILD)/modes.bpf.h: bpf/modes
 	@mkdir -p $(BUILD)
 	printf '#include "modes/%s"\n' $(notdir $(BPF_MODES)) > $@.tmp && mv $@.tmp $@
 BPF_SRCS := bpf/pyperf.bpf.c $(wildcard bpf/*.h) $(BPF_MODES) $(BUILD)/modes.bpf.h $(BUILD)/vmlinux.h
-$(BUILD)/pyperf.bpf.o: $(BPF_SRCS)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
+# Each object's chains of calls are checked against the verifier's 512 bytes
+# of stack on every kernel of the matrix (scripts/bpf-stack): the kernel
+# running the build may not check them (6.13's private stacks)
+$(BUILD)/pyperf.bpf.o: $(BPF_SRCS) scripts/bpf-stack
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && \
+		$(PYTHON) scripts/bpf-stack $@.tmp && mv $@.tmp $@
 
 # The same source without bpf_loop, for kernels before 5.17 (bpf/loop.bpf.h);
 # the loader opens it through the same skeleton (sampler_compat.c), so its
 # programs, maps and global variables must be the same, the variables in the
 # same places: the two skeletons' declarations are compared here (the
 # skeleton finds maps, programs and links by name: their order is not)
-$(BUILD)/pyperf_compat.bpf.o: $(BPF_SRCS)
+$(BUILD)/pyperf_compat.bpf.o: $(BPF_SRCS) scripts/bpf-stack
 	$(CLANG) $(BPF_CFLAGS) -DPYPERF_NO_BPF_LOOP -c $< -o $@.tmp && $(LLVM_STRIP) -g $@.tmp && \
-		mv $@.tmp $@
+		$(PYTHON) scripts/bpf-stack $@.tmp && mv $@.tmp $@
 
 SKEL_DECL = awk '/struct bpf_(map|program|link) \*/ { print | "sort"; next } { print } \
 	END { fflush(); close("sort") }'
