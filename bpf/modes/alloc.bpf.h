@@ -184,17 +184,28 @@ int BPF_KPROBE(on_posix_memalign, __u64 out, __u64 align, __u64 size)
  * map.  malloc maps its large blocks with the same function, from inside
  * the C library: those were counted at malloc and are left out here (as
  * are thread stacks, which the C library maps too). */
-SEC("uprobe")
-int BPF_KPROBE(on_mmap, __u64 addr, __u64 len, __u64 prot, __u64 flags)
+/* 1: the mmap whose stack pointer is sp was called from the C library's
+ * own text (or its return address cannot be read).  A function of its own,
+ * so that its stack is not added to that of the walk alloc_seen makes:
+ * without bpf_loop (5.10) that chain of calls is at 5.10's limit of 512
+ * bytes (scripts/bpf-stack). */
+static __noinline int mmap_by_libc(__u64 sp)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct libc_text *t = bpf_map_lookup_elem(&libc_texts, &tgid);
 	__u64 ret = 0;
 
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
+		return 1;
+	return t && ret >= t->lo && ret < t->hi;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(on_mmap, __u64 addr, __u64 len, __u64 prot, __u64 flags)
+{
 	if (!(flags & 0x20)) /* MAP_ANONYMOUS */
 		return 0;
-	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)) ||
-	    (t && ret >= t->lo && ret < t->hi))
+	if (mmap_by_libc(PT_REGS_SP(ctx)))
 		return 0;
 	alloc_seen(ctx, len, 0);
 	return 0;
