@@ -181,6 +181,25 @@ VERIFIED_ONCE int request_maps(__u32 tgid, __u64 pc)
 	return 0;
 }
 
+/* Mark the table of this frame's row used now (table_used: the loader
+ * evicts the coldest), once a sample per table.  In the scratch map, not on
+ * the stack: the verifier then sees the same state whether or not the store
+ * was made.  Looked up and stored, not updated: the helper would want the
+ * value on the stack, where s is plain memory (a global function's
+ * argument) that older kernels' map helpers refuse (6.1's did). */
+static __always_inline void table_touch(struct scratch *s, __u32 table)
+{
+	__u32 slot = TABLE_SLOT(table);
+	__u64 *t;
+
+	if (VLOAD(s->used) == table)
+		return;
+	VSTORE(s->used, table);
+	t = bpf_map_lookup_elem(&table_used, &slot);
+	if (t)
+		*t = s->now;
+}
+
 /* Inline, as are stack_word and cfi_step below: each is called only from
  * functions verified once (native_frame and the other VERIFIED_ONCE ones),
  * so inlining costs the verifier little (8,300 -> 9,700 instructions), and
@@ -373,10 +392,10 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 	 * last instruction: look up the call itself */
 	look = pc - (n ? 1 : 0);
 	rc = &s->rcache[(look ^ (look >> 7)) & (ROW_CACHE_SIZE - 1)];
-	if (n && rc->pc == look && rc->tgid == tgid && rc->gen == s->nw.gen) {
+	if (rc->pc == look && rc->tgid == tgid && rc->gen == s->nw.gen) {
 		s->row = rc->row;
-		native_push(s, n, pc);
-		goto unwind;
+		table_touch(s, rc->table);
+		goto push;
 	}
 	/* consecutive frames often share a mapping; its index is kept in the
 	 * scratch map, not the stack, so both ways on meet in one state */
@@ -408,38 +427,29 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 		VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_PENDING);
 		goto incomplete;
 	}
-	if (VLOAD(s->used) != m->table) {
-		/* in the scratch map, not on the stack: the verifier then sees
-		 * the same state whether or not this branch was taken.  The
-		 * value goes through the stack: s is plain memory here (a global
-		 * function's argument), which older kernels' map helpers refuse
-		 * (6.1's did) */
-		__u64 now = s->now;
-
-		VSTORE(s->used, m->table);
-		bpf_map_update_elem(&table_used, &slot, &now, BPF_ANY);
-	}
+	table_touch(s, m->table);
 	if (!hdr->nrows)
 		goto frame_pointers;
 	if (hdr->nrows == UNWIND_NO_TABLE) {
 		native_push(s, n, pc);
 		goto incomplete;
 	}
+	stat_inc(STAT_ROW_SEARCHES);
 	if (!find_row(s, slot, hdr->nrows, (__u32)(look - m->bias))) {
 		native_push(s, n, pc);
 		goto incomplete;
 	}
-	if (n) {
-		rc->pc = look;
-		rc->tgid = tgid;
-		rc->gen = s->nw.gen;
-		rc->row = s->row;
-	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
 	 * share one stack (a return address is already stable), unless the
 	 * mapping's lines are wanted (Cython) */
-	native_push(s, n, n || (m->flags & NATIVE_MAP_EXACT_LEAF) ? pc : s->row.pc + m->bias);
-unwind:
+	rc->pc = look;
+	rc->tgid = tgid;
+	rc->gen = s->nw.gen;
+	rc->row = s->row;
+	rc->leaf = m->flags & NATIVE_MAP_EXACT_LEAF ? 0 : s->row.pc + m->bias;
+	rc->table = m->table;
+push:
+	native_push(s, n, n || !rc->leaf ? pc : rc->leaf);
 	/* both ways here leave the row in the scratch map, where the verifier
 	 * does not track it: their states match and it checks what follows once */
 	switch (cfi_step(s)) {

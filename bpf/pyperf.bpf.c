@@ -254,16 +254,19 @@ const volatile __u32 ringbuf_wake_at = 1 << 20;
  * is up to a second away (it sleeps until a task is due: session.c). */
 #define RB_WAKE BPF_RB_FORCE_WAKEUP
 
-/* A return address and its unwind row, cached per CPU: the same call sites
- * come back sample after sample (and frame after frame in recursion), and a
- * hit skips both binary searches.  Keyed with the process image (tgid, gen):
- * addresses mean nothing across processes, and a binary's rows never change
- * once written. */
+/* A code address and its unwind row, cached per CPU: the same call sites
+ * come back sample after sample (and frame after frame in recursion), and so
+ * do the leaves of a hot loop; a hit skips both binary searches.  Keyed with
+ * the process image (tgid, gen): addresses mean nothing across processes,
+ * and a binary's rows never change once written. */
 #define ROW_CACHE_SIZE 2048
 struct row_cache_entry {
-	__u64 pc;
+	__u64 pc;                /* the address looked up (a return address - 1) */
 	__u32 tgid, gen;
 	struct unwind_row row;
+	__u64 leaf;              /* as a leaf, the pc pushed (its row's start); 0: its own */
+	__u32 table;             /* the table the row came from, marked used on a hit */
+	__u32 pad;
 };
 
 /* Where a scan of the stack found the return address of a frame without
@@ -344,6 +347,9 @@ struct scratch {
 				  * the stack, so the verifier does not track them) */
 	__u8 window[PYPERF_WINDOW + PYPERF_FRAME_READ_MAX + 8];
 	__u8 code_buf[PYPERF_FRAME_READ_MAX + 8];
+	__u64 ts_at;             /* the thread state whose first TS_WINDOW bytes tsw holds
+				  * (find_tstate); 0: none */
+	__u8 tsw[TS_WINDOW + 8];
 	__u32 lo, hi;            /* binary search bounds, kept here so the verifier
 				  * sees unknown values and prunes the loop */
 	__u64 stk_lo, stk_hi;    /* user stack addresses held in stk */
@@ -664,17 +670,18 @@ static __always_inline void user_regs_of(struct scratch *s, const struct ctx_reg
 	s->regs0.bx = BPF_CORE_READ(u, bx);
 }
 
-#define PY_STATE_READ(ctx, addr, dst, size) bpf_probe_read_user((dst), (size), (void *)(addr))
+/* the thread state's own fields (its interpreter) from the scratch's copy */
+#define PY_STATE_READ(ctx, addr, dst, size) ts_read((struct scratch *)(ctx), (addr), (dst), (size))
 #include "py_state.h"
 
-static __always_inline bool holds_gil(const struct proc_info *p, __u64 tstate)
+static __always_inline bool holds_gil(struct scratch *s, const struct proc_info *p, __u64 tstate)
 {
-	return py_holds_gil(NULL, &p->off, p->runtime_addr, tstate);
+	return py_holds_gil(s, &p->off, p->runtime_addr, tstate);
 }
 
-static __always_inline bool runs_gc(const struct proc_info *p, __u64 tstate)
+static __always_inline bool runs_gc(struct scratch *s, const struct proc_info *p, __u64 tstate)
 {
-	return py_runs_gc(NULL, &p->off, p->runtime_addr, tstate);
+	return py_runs_gc(s, &p->off, p->runtime_addr, tstate);
 }
 
 /* The Python half of the walk of the current thread of process tgid into
@@ -702,18 +709,19 @@ __noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u6
 	 * after the loader drained the other map never shares a key with it */
 	w->hash = mix(mix(0x5eed + idx, tgid), hash_in);
 	w->flags = extra;
+	s->ts_at = 0;
 	tstate = find_tstate(&c, tgid, tid);
 	if (!tstate)
 		stat_inc(STAT_NO_TSTATE);
-	if (gil_only && !holds_gil(p, tstate)) {
+	if (gil_only && !holds_gil(s, p, tstate)) {
 		stat_inc(STAT_NO_GIL);
 		return 0;
 	}
-	if (tstate && runs_gc(p, tstate))
+	if (tstate && runs_gc(s, p, tstate))
 		w->flags |= STACK_GC;
 	/* one path whether or not the thread has Python frames (frame_step
 	 * stops at once without one) */
-	w->frame = tstate ? top_frame(tstate, &p->off) : 0;
+	w->frame = tstate ? top_frame(s, tstate, &p->off) : 0;
 	w->before = 0;
 	w->read_len = py_frame_read_len(&p->off);
 	w->win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w->read_len;

@@ -27,7 +27,8 @@
 #define PYPERF_KSTACK_ENTRIES 8192
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
-#define PYPERF_WINDOW 1024        /* bytes of a 3.11+ frame stack read at once */
+#define PYPERF_WINDOW 4096        /* bytes of a 3.11+ frame stack read at once */
+#define TS_WINDOW 256             /* bytes of a thread state's head read at once */
 #define PYPERF_MAX_NATIVE 2048    /* native user frames kept per sample (leaf side): up
 				   * to 3.10 each Python call costs about three native
 				   * frames, so merged stacks stay whole past 600 Python
@@ -727,6 +728,11 @@ enum stat_idx {
 	STAT_EVENTS_LOST,       /* --events: records lost, the ring buffer was full */
 	STAT_TIMELINE_LOST,     /* -f timeline: samples counted but not put in time,
 				 * the ring buffer was full */
+	STAT_FRAME_READS,       /* reads of a thread's Python frames (a window of them
+				 * from 3.11) */
+	STAT_ROW_SEARCHES,      /* binary searches for an unwind row (the row cache
+				 * missed) */
+	STAT_CODE_IDS,          /* code objects' identities stored for the loader */
 	STAT_NR,
 };
 

@@ -9,6 +9,36 @@
 
 /* ---- finding the thread's PyThreadState ---- */
 
+/* The first TS_WINDOW bytes of the thread state found are read at once, as
+ * its thread id is checked (find_tstate): its interpreter and its frame
+ * (or cframe) lie there in every version, and are taken from that copy.
+ * size: 4 or 8 (what py_state.h and top_frame read). */
+static __always_inline long ts_read(struct scratch *s, __u64 addr, void *dst, __u32 size)
+{
+	__u32 off;
+
+	if (s && s->ts_at && addr >= s->ts_at && addr + size <= s->ts_at + TS_WINDOW) {
+		off = (__u32)(addr - s->ts_at) & (TS_WINDOW - 1);
+		if (size == 8)
+			*(__u64 *)dst = *(const __u64 *)(s->tsw + off);
+		else
+			*(__u32 *)dst = *(const __u32 *)(s->tsw + off);
+		return 0;
+	}
+	return bpf_probe_read_user(dst, size, (void *)addr);
+}
+
+/* Read the head of thread state tstate into the scratch; its thread id, or
+ * 0 if unreadable. */
+static __always_inline __u64 ts_fill(struct scratch *s, __u64 tstate, __u16 id_off)
+{
+	s->ts_at = 0;
+	if (id_off > TS_WINDOW - 8 || bpf_probe_read_user(s->tsw, TS_WINDOW, (void *)tstate))
+		return read_ptr(tstate + id_off);
+	s->ts_at = tstate;
+	return *(const __u64 *)(s->tsw + (id_off & (TS_WINDOW - 1)));
+}
+
 /* the walk of the interpreter's thread states: struct thread_walk, in the
  * scratch map */
 static long thread_step(__u32 i, struct walk_ctx *c)
@@ -90,8 +120,9 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	 * for every time, as threads enter and leave them. */
 	interp = subs ? read_ptr(p->runtime_addr + o->runtime_interp_head) : 0;
 	if (tc && tc->tgid == tgid && tc->tstate && !tc->multi && (!subs || tc->interps == interp) &&
-	    read_ptr(tc->tstate + o->tstate_thread_id) == fsbase)
+	    ts_fill(c->s, tc->tstate, o->tstate_thread_id) == fsbase)
 		return tc->tstate; /* the common case: one map lookup, one read (two from 3.12) */
+	c->s->ts_at = 0;
 	if (!subs)
 		interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
 	multi = subs && interp && read_ptr(interp + o->interp_next);
@@ -227,9 +258,14 @@ static long check_step(__u32 i, struct walk_ctx *c)
 	if (f->check) { /* kept for the loader, should the object be gone by then */
 		s->cid_key.code = f->code;
 		s->cid_key.check = f->check;
+		/* kept already (each drain announces its stacks again): the
+		 * same code object, whose strings it holds, so the same strings */
+		if (bpf_map_lookup_elem(&code_ids, &s->cid_key))
+			return 0;
 		str_seen(c->o, id->filename, &id->file_seen);
 		str_seen(c->o, id->name, &id->name_seen);
 		bpf_map_update_elem(&code_ids, &s->cid_key, id, BPF_ANY);
+		stat_inc(STAT_CODE_IDS);
 	}
 	return 0;
 }
@@ -257,6 +293,7 @@ static __always_inline __u8 *frame_bytes(struct scratch *s)
 		len = (end - lo) & (2 * PYPERF_WINDOW - 1);
 		if (len > PYPERF_WINDOW)
 			return NULL;
+		stat_inc(STAT_FRAME_READS);
 		if (bpf_probe_read_user(s->window, len, (void *)lo))
 			return NULL;
 		s->win_lo = lo;
@@ -266,9 +303,12 @@ static __always_inline __u8 *frame_bytes(struct scratch *s)
 }
 
 /* first Python frame of the thread, or 0 */
-static __always_inline __u64 top_frame(__u64 tstate, const struct py_offsets *o)
+static __always_inline __u64 top_frame(struct scratch *s, __u64 tstate, const struct py_offsets *o)
 {
-	__u64 f = read_ptr(tstate + o->tstate_frame);
+	__u64 f = 0;
+
+	if (ts_read(s, tstate + o->tstate_frame, &f, sizeof(f)))
+		f = 0;
 
 	if (f && o->cframe_current_frame != PYPERF_NO_OFFSET)
 		f = read_ptr(f + o->cframe_current_frame);
@@ -305,7 +345,7 @@ static __always_inline bool nest_next(struct walk_ctx *c)
 	w->nest_at = k;
 	if (k >= w->nest_n || k >= PYPERF_MAX_NEST)
 		return false;
-	w->frame = top_frame(t->all[k & (PYPERF_MAX_NEST - 1)], c->o);
+	w->frame = top_frame(s, t->all[k & (PYPERF_MAX_NEST - 1)], c->o);
 	w->before = 0;
 	w->nest_start = s->ev.nframes;
 	return true;

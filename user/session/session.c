@@ -1307,6 +1307,9 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_U("stat_faults", st[STAT_FAULTS]), STAT_U("stat_fault_walks", st[STAT_FAULT_WALKS]),
 		STAT_U("stat_allocs", st[STAT_ALLOCS]), STAT_U("stat_alloc_walks", st[STAT_ALLOC_WALKS]),
 		STAT_U("stat_offcpu_lost", st[STAT_OFFCPU_LOST]), STAT_U("stat_scan_ns", st[STAT_SCAN_NS]),
+		STAT_U("stat_frame_reads", st[STAT_FRAME_READS]),
+		STAT_U("stat_row_searches", st[STAT_ROW_SEARCHES]),
+		STAT_U("stat_code_ids", st[STAT_CODE_IDS]),
 	};
 
 	fputc('{', f);
