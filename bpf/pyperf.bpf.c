@@ -89,6 +89,10 @@ __u32 map_full[2] = {}; /* initialised: laid out where defined, in both objects 
  * fills (its next turn may be a second away) */
 __u32 map_fill[2] = {};
 const volatile __u32 counts_wake_at = PYPERF_COUNTS_ENTRIES / 2;
+/* Bumped by the loader when it forgets stacks or threads' names (the
+ * daemon, at the end of each interval): each stack is announced once more
+ * (the announced map). */
+__u32 announce_epoch = 0;
 
 /* tgid -> interpreter address and offsets; written by the loader */
 struct {
@@ -154,6 +158,20 @@ struct counts_map {
 	__type(key, struct stack_key);
 	__type(value, __u64);
 } counts0 SEC(".maps"), counts1 SEC(".maps");
+
+/* The stacks announced to the loader (a stack_key with kstack 0: the
+ * kernel stack is the counts maps', not the stack's), with the value of
+ * announce_epoch then.  A stack new in the counts map that was announced
+ * since the loader last forgot any is counted without announcing it again:
+ * every drain makes every stack new in its map, and announcing each again
+ * (a record of ~1 KiB, its code objects checked) was a good part of a
+ * merged sample's cost.  LRU: a stack that falls out is announced again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PYPERF_COUNTS_ENTRIES);
+	__type(key, struct stack_key);
+	__type(value, __u32);
+} announced SEC(".maps");
 
 /* kernel stacks of the samples in counts0 / counts1 (cleared with them) */
 struct kstack_map {
@@ -350,6 +368,7 @@ struct scratch {
 	__u64 ts_at;             /* the thread state whose first TS_WINDOW bytes tsw holds
 				  * (find_tstate); 0: none */
 	__u8 tsw[TS_WINDOW + 8];
+	__u32 epoch;             /* announce_epoch, as count_stack read it */
 	__u32 lo, hi;            /* binary search bounds, kept here so the verifier
 				  * sees unknown values and prunes the loop */
 	__u64 stk_lo, stk_hi;    /* user stack addresses held in stk */
@@ -533,11 +552,18 @@ static __always_inline void timeline_note(const struct stack_key *key, __u64 ts,
 }
 
 /* Add weight to this stack (one sample, or nanoseconds).  When the key is new
- * in this counts map, name its code objects (check_step) and announce it;
+ * in this counts map and was not announced since the loader last forgot
+ * stacks (announced), name its code objects (check_step) and announce it;
  * samples of a known key read no code object at all.  false: not counted
  * (map or ring buffer full). */
-VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx,
-			      __u64 weight)
+#ifdef PYPERF_NO_BPF_LOOP
+/* a function of its own all the same: inlined, its stack would be the
+ * caller's, on top of the native walk's chain (5.10's 512 bytes) */
+static __noinline
+#else
+VERIFIED_ONCE
+#endif
+int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, __u64 weight)
 {
 	/* A global function's pointer arguments are plain memory to the
 	 * verifier, which older kernels' map helpers refuse as keys and
@@ -549,6 +575,8 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 	struct py_part part;
 	struct scratch *s;
 	__u64 *v, size;
+	__u32 *seen;
+	__s32 kstack;
 	__u8 one = 1;
 	bool wake;
 	long err;
@@ -572,6 +600,15 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 		stat_inc(STAT_MAP_FULL);
 		return false;
 	}
+	kstack = key.kstack;
+	key.kstack = 0;
+	seen = bpf_map_lookup_elem(&announced, &key);
+	key.kstack = kstack;
+	/* in the scratch map, not on the stack (the value of the update
+	 * below): the bounded-loop object's chains are at 5.10's limit */
+	s->epoch = announce_epoch;
+	if (seen && *seen == s->epoch)
+		goto count;
 	WALK_LOOP(check_step, 16, PYPERF_MAX_FRAMES, &c);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack(s);
@@ -598,6 +635,11 @@ VERIFIED_ONCE int count_stack(struct proc_info *p, const struct stack_key *key_i
 	}
 	if (wake) /* announced: the loader names its code objects now */
 		bpf_map_update_elem(&py_seen, &part, &one, BPF_ANY);
+	key.kstack = 0;
+	bpf_map_update_elem(&announced, &key, &s->epoch, BPF_ANY);
+	key.kstack = kstack;
+	stat_inc(STAT_ANNOUNCED);
+count:
 	err = bpf_map_update_elem(m, &key, &weight, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		v = bpf_map_lookup_elem(m, &key);

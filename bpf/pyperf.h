@@ -733,6 +733,7 @@ enum stat_idx {
 	STAT_ROW_SEARCHES,      /* binary searches for an unwind row (the row cache
 				 * missed) */
 	STAT_CODE_IDS,          /* code objects' identities stored for the loader */
+	STAT_ANNOUNCED,         /* stacks announced to the loader (count_stack) */
 	STAT_NR,
 };
 

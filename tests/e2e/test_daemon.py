@@ -102,6 +102,30 @@ def test_dir_sink_sigterm_flush_and_totals(tmp_path):
     assert labels.get("pid") == str(w.pid), labels
 
 
+def test_every_interval_names_its_threads(tmp_path):
+    """The daemon forgets threads' names (and idle stacks) at each interval's
+    end; a stack is announced to it (with its thread's name) only when new
+    since it last forgot (bpf/pyperf.bpf.c, announced), so each forgetting
+    makes the sampler announce every stack once more.  A steady Python-only
+    workload has no new stacks after its first second: without that, every
+    later interval's threads would be "?"."""
+    out = tmp_path / "profiles"
+    d = Daemon(["-F", "99", "-i", "1", "--dir", str(out), "--python-only"], tmp_path)
+    w = workload(tmp_path, 30)
+    try:
+        assert d.wait_log("stats:", timeout=30, count=5), d.text()
+        rc, err = d.stop()
+        assert rc == 0, err + d.text()
+    finally:
+        w.kill()
+        w.wait()
+    mine = sorted(f for f in os.listdir(out) if f"-{w.pid}-" in f and f.endswith(".pb.gz"))
+    assert len(mine) >= 4, os.listdir(out)
+    for f in mine[1:]:
+        names = {lb.get("thread_name") for _, _, lb in pprof_raw(str(out / f))}
+        assert names and not names & {None, "", "?"}, (f, names)
+
+
 @both_builds
 def test_dir_group_reads_the_profiles(build, tmp_path):
     """--group: the directory (even one that was there) 0750 and the

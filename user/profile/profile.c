@@ -616,6 +616,7 @@ size_t profile_trim(struct profile *p, uint32_t idle)
 		return 0; /* samples point at stacks: only right after a reset */
 	hmap_for_each(&p->procs, e)
 		freed += trim_proc(p, e->val, idle);
+	p->forgotten += freed;
 	return freed;
 }
 
@@ -658,5 +659,6 @@ int profile_forget_proc(struct profile *p, int pid)
 	if (!pp || pp->samples)
 		return -1; /* samples point at its stacks */
 	free_proc(hmap_del(&p->procs, &pid, sizeof(pid)));
+	p->forgotten++;
 	return 0;
 }

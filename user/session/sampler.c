@@ -627,6 +627,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.tcache, TARGETED_THREADS);
 		bpf_map__set_max_entries(s->skel->maps.counts0, TARGETED_COUNTS);
 		bpf_map__set_max_entries(s->skel->maps.counts1, TARGETED_COUNTS);
+		bpf_map__set_max_entries(s->skel->maps.announced, TARGETED_COUNTS);
 		bpf_map__set_max_entries(s->skel->maps.code_ids, TARGETED_CODE_IDS);
 		bpf_map__set_max_entries(s->skel->maps.py_seen, TARGETED_PY_PARTS);
 		bpf_map__set_max_entries(s->skel->maps.kstacks0, TARGETED_KSTACKS);
@@ -1194,6 +1195,11 @@ void sampler_stop(struct sampler *s)
 			close(s->pfds[cpu]);
 		s->pfds[cpu] = -1;
 	}
+}
+
+void sampler_announce_again(struct sampler *s)
+{
+	__atomic_add_fetch(&s->skel->bss->announce_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms, struct pollfd *more, size_t nmore)

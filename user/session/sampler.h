@@ -154,6 +154,10 @@ uint64_t sampler_thread_state(struct sampler *s, uint32_t pid, uint32_t tid);
 int sampler_start(struct sampler *s, char *err, size_t errlen);
 /* Detach the perf events: sampling stops. */
 void sampler_stop(struct sampler *s);
+/* The loader forgot stacks or threads' names: each stack the sampler counts
+ * from now on is announced once more (bpf/pyperf.bpf.c, announced), not
+ * only those new since it was announced. */
+void sampler_announce_again(struct sampler *s);
 /* --mode wall|offcpu: a thread of a process profiled just now, found
  * blocked (since before, so the sampler walked no block of it), whose
  * stack the loader names under key before it next drains: its block counts

@@ -121,6 +121,8 @@ struct session {
 	struct dbgfetch *fetch;      /* the debuginfod helper, until the native tables take it */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
+	uint32_t announced_interval; /* prof.interval and prof.forgotten when the sampler */
+	uint64_t announced_forgotten; /* was last told to announce every stack again */
 	pid_t child;
 	int child_status;
 	bool child_done;
@@ -1198,6 +1200,14 @@ static void run_loop(struct session *r, uint64_t start)
 					r->h->on_tables(r->h->ctx, r->nat_on ? native_pending(&r->nat) : 0);
 				r->h->on_drain(r->h->ctx, &r->prof, st, (now - start) / 1e9, false);
 			}
+			/* the command forgot stacks or threads' names (the daemon's
+			 * interval ended): the sampler announces each stack again */
+			if (r->prof.interval != r->announced_interval ||
+			    r->prof.forgotten != r->announced_forgotten) {
+				r->announced_interval = r->prof.interval;
+				r->announced_forgotten = r->prof.forgotten;
+				sampler_announce_again(r->s);
+			}
 			naming_sweep_exited(&r->names, now);
 			native_sweep_exited(&r->nat, now);
 			if (r->nat_on) /* binaries no process maps any more */
@@ -1265,11 +1275,13 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 	double cpu = clock_cpu_s(&rss);
 	double warm = r->warm_cpu >= 0 ? r->end_cpu - r->warm_cpu : -1;
 	const struct native_stats *nt = &r->nat.st;
+	size_t stacks = 0, code = 0;
 	FILE *f;
 
 	if (!r->o->stats_json || !(f = fopen(r->o->stats_json, "w")))
 		return;
 	clock_rss_kb(&anon, &file);
+	profile_kept(&r->prof, &stacks, &code);
 	sampler_stats(r->s, st);
 	sampler_prog_stats(r->s, false, &cnt, &ns);
 	sampler_prog_stats(r->s, true, &scnt, &sns);
@@ -1310,6 +1322,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_U("stat_frame_reads", st[STAT_FRAME_READS]),
 		STAT_U("stat_row_searches", st[STAT_ROW_SEARCHES]),
 		STAT_U("stat_code_ids", st[STAT_CODE_IDS]),
+		STAT_U("stat_announced", st[STAT_ANNOUNCED]),
+		STAT_U("stacks_known", stacks),
 	};
 
 	fputc('{', f);
