@@ -179,16 +179,11 @@ int BPF_KPROBE(on_posix_memalign, __u64 out, __u64 align, __u64 size)
 	return 0;
 }
 
-/* Anonymous memory mapped by the program itself: pymalloc's arenas (small
- * objects' growth shows as the arenas it needed), buffers that extensions
- * map.  malloc maps its large blocks with the same function, from inside
- * the C library: those were counted at malloc and are left out here (as
- * are thread stacks, which the C library maps too). */
 /* 1: the mmap whose stack pointer is sp was called from the C library's
  * own text (or its return address cannot be read).  A function of its own,
  * so that its stack is not added to that of the walk alloc_seen makes:
- * without bpf_loop (5.10) that chain of calls is at 5.10's limit of 512
- * bytes (scripts/bpf-stack). */
+ * without bpf_loop (5.10) that chain of calls comes near 5.10's limit of
+ * 512 bytes (scripts/bpf-stack). */
 static __noinline int mmap_by_libc(__u64 sp)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -200,6 +195,11 @@ static __noinline int mmap_by_libc(__u64 sp)
 	return t && ret >= t->lo && ret < t->hi;
 }
 
+/* Anonymous memory mapped by the program itself: pymalloc's arenas (small
+ * objects' growth shows as the arenas it needed), buffers that extensions
+ * map.  malloc maps its large blocks with the same function, from inside
+ * the C library: those were counted at malloc and are left out here (as
+ * are thread stacks, which the C library maps too). */
 SEC("uprobe")
 int BPF_KPROBE(on_mmap, __u64 addr, __u64 len, __u64 prot, __u64 flags)
 {
