@@ -152,13 +152,16 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
         ring &= ring - 1
     assert merged["events"]["max_entries"] == ring, (merged["events"], possible_cpus())
     # what the kernel holds besides what grows with the CPUs (the ring
-    # buffer, the per-CPU scratch): for a --python-only run 5.4 MiB here
-    # (the host-wide sizes were 44), for a merged one 9.5 MiB (29 before
-    # the targeted sizes)
+    # buffer, the per-CPU scratch): for a --python-only run 7.2 MiB here
+    # (the host-wide sizes were 44), for a merged one 11.4 MiB (29 before
+    # the targeted sizes); 0.75 MiB of each is `announced`, the stacks
+    # announced to the loader already (a stack is announced once, not at
+    # each drain: issue 40)
+    assert po["announced"]["max_entries"] == 8192, po["announced"]
     def fixed(m):
         return sum(v["memlock"] for n, v in m.items()
                    if n not in ("total", "events", "scratch_map"))
-    assert fixed(po) < 7 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
+    assert fixed(po) < 8 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
     assert fixed(merged) < 12 << 20, sorted((m["memlock"], n) for n, m in merged.items()
                                             if n != "total")
 
