@@ -531,6 +531,7 @@ void profile_reset_counts(struct profile *p)
 		((struct pproc *)s->val)->samples = 0;
 	p->total = p->unattributed = p->unresolved_frames = 0;
 	p->interval++;
+	p->forgets++; /* the threads' names */
 	/* the kernel's names, kept across intervals so that each is looked
 	 * up once, now held by no kernel stack: a run that sees new kernel
 	 * addresses all the time (modules, other tools' BPF programs loaded
@@ -616,7 +617,7 @@ size_t profile_trim(struct profile *p, uint32_t idle)
 		return 0; /* samples point at stacks: only right after a reset */
 	hmap_for_each(&p->procs, e)
 		freed += trim_proc(p, e->val, idle);
-	p->forgotten += freed;
+	p->forgets += freed > 0;
 	return freed;
 }
 
@@ -659,6 +660,6 @@ int profile_forget_proc(struct profile *p, int pid)
 	if (!pp || pp->samples)
 		return -1; /* samples point at its stacks */
 	free_proc(hmap_del(&p->procs, &pid, sizeof(pid)));
-	p->forgotten++;
+	p->forgets++;
 	return 0;
 }

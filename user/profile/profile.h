@@ -117,10 +117,11 @@ struct profile {
 	uint64_t unattributed;       /* counts whose stack was never announced */
 	uint64_t unresolved_frames;  /* code objects that could not be read */
 	uint32_t interval;           /* intervals started (profile_reset_counts) */
-	uint64_t forgotten;          /* stacks and processes forgotten so far (profile_trim,
-				      * profile_forget_proc): with a new interval (threads'
-				      * names forgotten), the sampler announces each stack
-				      * again (sampler_announce_again) */
+	uint64_t forgets;            /* times it forgot what the sampler's announcements
+				      * told it: threads' names (profile_reset_counts),
+				      * stacks (profile_trim), processes
+				      * (profile_forget_proc); each makes the sampler
+				      * announce every stack again (sampler_announce_again) */
 	struct events events;        /* --events: what the interpreters' markers told */
 	struct timeline *timeline;   /* -f timeline: samples and markers in time (NULL: not asked) */
 };

@@ -121,8 +121,8 @@ struct session {
 	struct dbgfetch *fetch;      /* the debuginfod helper, until the native tables take it */
 	struct native_maps *nmaps;   /* scratch for one process's mappings */
 	uint32_t next_gen;
-	uint32_t announced_interval; /* prof.interval and prof.forgotten when the sampler */
-	uint64_t announced_forgotten; /* was last told to announce every stack again */
+	uint64_t announced_at;       /* prof.forgets when the sampler was last told to
+				      * announce every stack again */
 	pid_t child;
 	int child_status;
 	bool child_done;
@@ -1202,10 +1202,8 @@ static void run_loop(struct session *r, uint64_t start)
 			}
 			/* the command forgot stacks or threads' names (the daemon's
 			 * interval ended): the sampler announces each stack again */
-			if (r->prof.interval != r->announced_interval ||
-			    r->prof.forgotten != r->announced_forgotten) {
-				r->announced_interval = r->prof.interval;
-				r->announced_forgotten = r->prof.forgotten;
+			if (r->prof.forgets != r->announced_at) {
+				r->announced_at = r->prof.forgets;
 				sampler_announce_again(r->s);
 			}
 			naming_sweep_exited(&r->names, now);
