@@ -498,37 +498,45 @@ __noinline long scan_asked(__u32 tgid)
 	return 0;
 }
 
-/* Runs of native steps, and the scans between them, written with the one
- * back edge a conditional jump at the bottom (5.10's verifier refuses a
- * loop closed by falling through, and this one is too long to unroll).
- * With bpf_loop a run goes until the walk ends or a step asks for a scan:
- * at most NATIVE_SCANS scans a sample.  Without, a run is a chunk of steps
- * (loop.bpf.h), and there are twice the chunks the deepest stack needs, as
- * a chunk that ends in a scan leaves the rest of its steps unused. */
+/* Runs of native steps, and the scans between them.  With bpf_loop a run
+ * goes until the walk ends or a step asks for a scan, at most NATIVE_SCANS
+ * scans a sample, and the runs are a bpf_loop of their own: written as a
+ * loop of calls, the verifier walked its body once per pass (the counter
+ * kept each pass's state apart), 800 of on_sample's instructions
+ * processed.  Without, a run is a chunk of steps (loop.bpf.h), written with
+ * the one back edge a conditional jump at the bottom (5.10's verifier
+ * refuses a loop closed by falling through, and this one is too long to
+ * unroll); there are twice the chunks the deepest stack needs, as a chunk
+ * that ends in a scan leaves the rest of its steps unused. */
 #define NATIVE_SCANS 32
 #ifdef PYPERF_NO_BPF_LOOP
-#define NATIVE_RUN(j, c) native_step_chunk((j), (c)->tgid)
-#define NATIVE_RUN_STEPS 8
 #define NATIVE_RUNS (2 * (PYPERF_MAX_NATIVE + 8))
-#else
-#define NATIVE_RUN(j, c) (bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, (c), 0), 1)
-#define NATIVE_RUN_STEPS 1
-#define NATIVE_RUNS (NATIVE_SCANS + 1)
-#endif
 #define NATIVE_LOOP(c)                                                          \
 	({                                                                      \
 		__u32 _j = 0;                                                   \
 		bool _go = true;                                                \
                                                                                 \
 		do {                                                            \
-			if (NATIVE_RUN(_j, (c))) {                              \
+			if (native_step_chunk(_j, (c)->tgid)) {                 \
 				_go = VLOAD((c)->s->scan_wanted) &&             \
 				      scan_asked((c)->tgid);                    \
 				VSTORE((c)->s->scan_wanted, 0);                 \
 			}                                                       \
-			_j += NATIVE_RUN_STEPS;                                 \
+			_j += 8;                                                \
 		} while (_go && _j < NATIVE_RUNS);                              \
 	})
+#else
+static long native_run(__u32 i, struct walk_ctx *c)
+{
+	bool go;
+
+	bpf_loop(PYPERF_MAX_NATIVE + 1, native_step, c, 0);
+	go = VLOAD(c->s->scan_wanted) && scan_asked(c->tgid);
+	VSTORE(c->s->scan_wanted, 0);
+	return !go;
+}
+#define NATIVE_LOOP(c) bpf_loop(NATIVE_SCANS + 1, native_run, (c), 0)
+#endif
 
 /* Unwind the user stack of the current task from the registers in the
  * CPU's scratch (regs0: user_regs_of) into its ev.native; returns the

@@ -40,8 +40,12 @@ import pytest
 from conftest import NATIVE_MARKS, PYPERF, STATIC, SUPPORTED, record_workload
 
 # instructions the verifier may process for one program on this kernel
-# (6.18: on_sample 9,766 merged, 11,189 with --async; alloc's probes 9,850)
-VERIFIED_MAX = 20000
+# (6.18: on_sample 10,439 merged, 5,432 --python-only, 12,972 with --async;
+# alloc's probes 10,570).  Stop 61's sampler savings took on_sample from
+# 9,766 to 14,656 under a bound of 20,000, unseen (a merged 1-s record then
+# cost 42 ms of CPU, 36 at 10,439): the bound is now a third over the
+# largest.
+VERIFIED_MAX = 14000
 
 OFFCPU = {"on_switch"}
 ALLOC = {"on_malloc", "on_calloc", "on_realloc", "on_alloc_arg2", "on_posix_memalign", "on_mmap"}

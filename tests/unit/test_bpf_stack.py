@@ -65,3 +65,13 @@ def test_a_file_that_is_not_a_bpf_object_is_one_line_of_error(tmp_path):
     r = run(str(bad))
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "not a 64-bit" in r.stderr, r.stderr
+
+
+def test_a_chain_of_too_many_calls_fails_the_check(objects):
+    """the verifier's other bound on a chain: 8 frames (MAX_CALL_FRAMES),
+    callbacks included; the native walk's chain is at it"""
+    assert run(*objects).returncode == 0
+    r = run("--frames", "7", *objects)
+    assert r.returncode == 1
+    assert re.search(r"pyperf.bpf.o: on_sample: a chain of 8 calls, over the verifier's 7 "
+                     r"frames: on_sample > unwind_native > .*native_frame", r.stderr), r.stderr
