@@ -20,6 +20,9 @@ exec to exit, RSS) are `make bench`'s; here, what makes them small:
   libdebuginfod and capstone are opened when first needed.
 - The kernel's BTF: cut to what our relocations read, once per boot and
   BPF object, kept in /run/pyperf-bpf; the whole 5.5 MB is not read.
+- Symbols: a binary's function symbols, copied from libdwfl and sorted
+  once, are kept in /run/pyperf-bpf too (tests/unit/test_nsym.c,
+  kept_symbols_give_same_answers).
 - Unwind tables: a binary's table is built once and kept in /run/pyperf-bpf
   for later runs of the same build (the verifier is now most of what is
   left; the embedded BPF objects carry no DWARF).

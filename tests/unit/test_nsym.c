@@ -27,8 +27,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "nsym.h"
+#include "runcache.h"
 #include "testutil.h"
 
 
@@ -758,6 +760,91 @@ static void cache_gives_same_answers(void **state)
 	nsym_close(warm);
 }
 
+/* the kept symbols file used last (its mtime is its last use), or "" */
+static void newest_kept(char *path, size_t len)
+{
+	struct timespec best = { 0, 0 };
+	struct dirent *e;
+	DIR *d = opendir(RUNCACHE_DIR);
+
+	path[0] = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char p[512];
+		struct stat st;
+
+		if (strncmp(e->d_name, "sym-", 4))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", RUNCACHE_DIR, e->d_name);
+		if (!stat(p, &st) && (st.st_mtim.tv_sec > best.tv_sec ||
+				      (st.st_mtim.tv_sec == best.tv_sec &&
+				       st.st_mtim.tv_nsec > best.tv_nsec))) {
+			best = st.st_mtim;
+			snprintf(path, len, "%s", p);
+		}
+	}
+	closedir(d);
+}
+
+static void same_names(struct nsym_bin *x, struct nsym_bin *y)
+{
+	char a[512], c[512];
+	uint64_t sa, sc;
+
+	for (uint64_t addr = 0x100000; addr < 0x380000; addr += 61) {
+		int ra = nsym_name(x, addr, a, sizeof(a), &sa), rc = nsym_name(y, addr, c, sizeof(c), &sc);
+
+		if (ra != rc || sa != sc || strcmp(a, c))
+			fail_msg("%#" PRIx64 ": %s vs %s", addr, a, c);
+	}
+}
+
+/* A binary's symbols, loaded once, are kept in /run/pyperf-bpf and read
+ * back by the next open of the same file (nsym_kept), naming every address
+ * as the load did (PLT stubs included); a kept file cut short or altered
+ * is not read, and the names stay right.  On a copy of libpython: a file
+ * of its own, never kept before. */
+static void kept_symbols_give_same_answers(void **state)
+{
+	struct nsym_bin *fresh, *kept, *again;
+	char copy[256], cmd[600], file[512];
+	int fd;
+
+	require_file(LIBPY312);
+	snprintf(copy, sizeof(copy), "%s/libpy-kept.so", tmpdir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", LIBPY312, copy);
+	assert_int_equal(system(cmd), 0);
+	fresh = open_bin(copy);
+	assert_int_equal(nsym_kept(fresh), 0);
+	kept = open_bin(copy);
+	assert_int_equal(nsym_kept(kept), 1);
+	same_names(fresh, kept);
+	nsym_close(kept);
+	/* cut short */
+	newest_kept(file, sizeof(file));
+	assert_true(file[0]);
+	assert_int_equal(truncate(file, 1000), 0);
+	again = open_bin(copy);
+	assert_int_equal(nsym_kept(again), 0);
+	same_names(fresh, again);
+	nsym_close(again);
+	/* kept again by that load; one byte of a name changed */
+	kept = open_bin(copy);
+	assert_int_equal(nsym_kept(kept), 1);
+	nsym_close(kept);
+	newest_kept(file, sizeof(file));
+	fd = open(file, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "#", 1, lseek(fd, 0, SEEK_END) - 10), 1);
+	close(fd);
+	again = open_bin(copy);
+	assert_int_equal(nsym_kept(again), 0);
+	same_names(fresh, again);
+	nsym_close(again);
+	nsym_close(fresh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -774,6 +861,7 @@ int main(void)
 		cmocka_unit_test(cxx_names_are_demangled),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(cache_gives_same_answers),
+		cmocka_unit_test(kept_symbols_give_same_answers),
 	};
 
 	return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);

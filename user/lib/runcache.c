@@ -1,10 +1,14 @@
 /* runcache.c - the directory of files kept between runs (runcache.h). */
 #include "runcache.h"
+#include "elfsym.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,4 +69,65 @@ uint64_t runcache_hash(uint64_t h, const void *p, size_t n)
 	for (; i < n; i++)
 		h = (h ^ c[i]) * 1099511628211ull;
 	return h;
+}
+
+static char builder[48];
+static pthread_once_t builder_once = PTHREAD_ONCE_INIT;
+
+static void read_builder(void)
+{
+	char hex[128];
+
+	if (!elf_read_build_id("/proc/self/exe", hex, sizeof(hex)) && hex[0])
+		snprintf(builder, sizeof(builder), "%.47s", hex);
+}
+
+const char *runcache_builder(void)
+{
+	pthread_once(&builder_once, read_builder);
+	return builder;
+}
+
+void runcache_trim(const char *prefix, uint64_t max_all, uint64_t more)
+{
+	struct kept { char name[64]; uint64_t size; struct timespec used; } *k = NULL;
+	size_t n = 0, cap = 0, plen = strlen(prefix);
+	uint64_t total = more;
+	DIR *d = opendir(RUNCACHE_DIR);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(e->d_name, prefix, plen) || strlen(e->d_name) >= sizeof(k->name) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap) {
+			struct kept *nk = realloc(k, (cap = cap ? cap * 2 : 16) * sizeof(*k));
+
+			if (!nk)
+				break;
+			k = nk;
+		}
+		memcpy(k[n].name, e->d_name, strlen(e->d_name) + 1);
+		k[n].size = (uint64_t)st.st_size;
+		k[n].used = st.st_mtim;
+		total += k[n++].size;
+	}
+	while (total > max_all && n) {
+		size_t old = 0;
+
+		for (size_t i = 1; i < n; i++)
+			if (k[i].used.tv_sec < k[old].used.tv_sec ||
+			    (k[i].used.tv_sec == k[old].used.tv_sec &&
+			     k[i].used.tv_nsec < k[old].used.tv_nsec))
+				old = i;
+		unlinkat(dirfd(d), k[old].name, 0);
+		total -= k[old].size;
+		k[old] = k[--n];
+	}
+	closedir(d);
+	free(k);
 }

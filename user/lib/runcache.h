@@ -26,4 +26,12 @@ uint64_t runcache_hash(uint64_t h, const void *p, size_t n);
 /* Write len bytes of data as RUNCACHE_DIR/name, atomically; 0 or -1. */
 int runcache_write(const char *name, const void *data, size_t len);
 
+/* The build-id of this program, hex ("" when it has none: then nothing is
+ * kept, as no later build could tell the files apart). */
+const char *runcache_builder(void);
+
+/* Remove the least recently used (by modification time) files whose names
+ * start with prefix until they and `more` bytes fit in max_all. */
+void runcache_trim(const char *prefix, uint64_t max_all, uint64_t more);
+
 #endif

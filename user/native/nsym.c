@@ -19,6 +19,7 @@
 #include "errmsg.h"
 #include "evalparts.h"
 #include "hmap.h"
+#include "runcache.h"
 
 #include <elf.h>
 #include <dwarf.h>
@@ -88,6 +89,24 @@ struct cslot {
 	int32_t idx;                 /* into v; -1: no symbol; -2: unused */
 };
 
+/* a file as fstat tells it, to know it again in a later run */
+struct sym_ident {
+	uint64_t dev, ino, size;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+};
+
+static void ident_of(const struct stat *st, struct sym_ident *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = (uint64_t)st->st_size;
+	id->mtime_s = st->st_mtim.tv_sec;
+	id->mtime_ns = st->st_mtim.tv_nsec;
+	id->ctime_s = st->st_ctim.tv_sec;
+	id->ctime_ns = st->st_ctim.tv_nsec;
+}
+
 struct nsym_bin {
 	Dwfl_Callbacks cb;           /* libdwfl keeps a pointer to it */
 	char *debuginfo_path;        /* cb.debuginfo_path points here */
@@ -105,6 +124,9 @@ struct nsym_bin {
 	int32_t *parent;             /* prim index of the enclosing symbol, or -1 */
 	size_t nprim;
 	struct cslot *cache;
+	struct sym_ident ident;      /* the binary's, from fstat at open */
+	bool ident_ok;               /* a regular file with a link: its symbols may be kept */
+	char *blob;                  /* the names of kept symbols (sym_cache_get), or NULL */
 };
 
 static const char *basename_of(const char *path)
@@ -267,6 +289,10 @@ struct nsym_bin *nsym_open_debug(int fd, const char *path, const char *debuginfo
 	len = strlen(b->base);
 	if (len > 10 && !strcmp(b->base + len - 10, " (deleted)"))
 		b->base[len - 10] = 0;
+	if (fstat(fd, &by_fd) == 0 && S_ISREG(by_fd.st_mode) && by_fd.st_nlink > 0) {
+		ident_of(&by_fd, &b->ident);
+		b->ident_ok = true;
+	}
 	if ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
 		set_err(err, errlen, "%s: dup: %s", path, strerror(errno));
 		goto fail;
@@ -324,10 +350,11 @@ void nsym_close(struct nsym_bin *b)
 		if (b->v[*(uint32_t *)s->key].flags & F_OWN_DISP)
 			free(s->val);
 	hmap_free(&b->disp, NULL);
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n && !b->blob; i++)
 		if (b->v[i].flags & F_PLT)
 			free((char *)b->v[i].name);
 	free(b->v);
+	free(b->blob);
 	free(b->prim);
 	free(b->parent);
 	free(b->cache);
@@ -643,10 +670,186 @@ static void add_eval_parts(struct nsym_bin *b, Elf *elf)
 	}
 }
 
+/* ---- kept between runs -------------------------------------------------
+ *
+ * A binary's symbols as load() leaves them (sorted, PLT stubs and the eval
+ * loop's parts added) are kept in /run/pyperf-bpf (runcache.h) as
+ * "sym-<hash>.syms" for the next run, which reads them instead: copying them
+ * from libdwfl and sorting them was ~2.5 ms of a merged 1-s record of
+ * python3.12 (libpython's symbols and libc's), more with a disassembly of
+ * the eval loop.  A file is named by our own build, the binary's identity
+ * (fstat at open), the debug file libdwfl found for it (its identity, or
+ * none: a -dbg package installed since is another name) and libdwfl's
+ * count of its symbols; it repeats all of that, with a checksum, and is
+ * checked whole before use (sorted, every name inside). */
+#define SYM_MAGIC "pyperfS1"
+#define SYM_CACHE_MAX_ONE (8u << 20)
+#define SYM_CACHE_MAX_ALL (32u << 20)
+
+struct sym_head {
+	char magic[8];
+	char builder[48];
+	struct sym_ident bin, debug; /* debug all 0: none */
+	int64_t dwfl_n;
+	uint32_t own_symtab, debug_file;
+	uint64_t count, names_len, sum; /* what follows: count sym_recs, then names */
+};
+
+struct sym_rec {
+	uint64_t start;
+	uint32_t size;
+	uint16_t rank, flags;
+	uint32_t name; /* offset in the names */
+	uint32_t pad;
+};
+
+/* the head (count, names_len, sum 0) and file name of b's kept symbols;
+ * false: they cannot be kept */
+static bool sym_key(const struct nsym_bin *b, int64_t n, const char *debug, struct sym_head *h,
+		    char *name, size_t len)
+{
+	const char *builder = runcache_builder();
+	struct stat st;
+
+	if (!b->ident_ok || !builder[0])
+		return false;
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, SYM_MAGIC, 8);
+	snprintf(h->builder, sizeof(h->builder), "%s", builder);
+	h->bin = b->ident;
+	if (debug) {
+		if (stat(debug, &st) || !S_ISREG(st.st_mode))
+			return false;
+		ident_of(&st, &h->debug);
+	}
+	h->dwfl_n = n;
+	h->own_symtab = b->own_symtab;
+	h->debug_file = b->debug_file;
+	snprintf(name, len, "sym-%016llx.syms",
+		 (unsigned long long)runcache_hash(RUNCACHE_HASH0, h, sizeof(*h)));
+	return true;
+}
+
+static bool sym_read_all(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t got = read(fd, (char *)buf + done, len - done);
+
+		if (got <= 0)
+			return false;
+		done += (size_t)got;
+	}
+	return true;
+}
+
+/* b->v from the kept file; false: none, or not sound */
+static bool sym_cache_get(struct nsym_bin *b, int64_t n, const char *debug)
+{
+	struct sym_head want, got;
+	const struct sym_rec *r;
+	struct fsym *v = NULL;
+	char name[32], path[64], *buf = NULL, *blob = NULL;
+	const char *names;
+	struct stat st;
+	bool ok = false;
+	size_t size;
+	int fd;
+
+	if (!sym_key(b, n, debug, &want, name, sizeof(name)))
+		return false;
+	snprintf(path, sizeof(path), RUNCACHE_DIR "/%s", name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022) || st.st_size < (off_t)sizeof(got) || st.st_size > SYM_CACHE_MAX_ONE)
+		goto out;
+	size = (size_t)st.st_size;
+	if (!(buf = malloc(size)) || !sym_read_all(fd, buf, size))
+		goto out;
+	memcpy(&got, buf, sizeof(got));
+	want.count = got.count;
+	want.names_len = got.names_len;
+	want.sum = got.sum;
+	if (memcmp(&want, &got, sizeof(got)) || !got.count || !got.names_len ||
+	    got.count > (size - sizeof(got)) / sizeof(*r) ||
+	    got.names_len != size - sizeof(got) - got.count * sizeof(*r) ||
+	    runcache_hash(RUNCACHE_HASH0, buf + sizeof(got), size - sizeof(got)) != got.sum)
+		goto out;
+	r = (const struct sym_rec *)(void *)(buf + sizeof(got));
+	names = (const char *)(r + got.count);
+	if (names[got.names_len - 1] || !(v = malloc(got.count * sizeof(*v))))
+		goto out;
+	if (!(blob = malloc(got.names_len)))
+		goto out;
+	memcpy(blob, names, got.names_len);
+	for (size_t i = 0; i < got.count; i++) {
+		if (r[i].name >= got.names_len)
+			goto out;
+		v[i] = (struct fsym){ .start = r[i].start, .size = r[i].size, .rank = r[i].rank,
+				      .flags = r[i].flags & F_PLT, .name = blob + r[i].name };
+		if (i && cmp_fsym(&v[i - 1], &v[i]) > 0)
+			goto out;
+	}
+	b->v = v;
+	b->n = b->cap = got.count;
+	b->blob = blob;
+	futimens(fd, NULL); /* its last use, for trimming */
+	ok = true;
+out:
+	if (!ok) {
+		free(v);
+		free(blob);
+	}
+	free(buf);
+	close(fd);
+	return ok;
+}
+
+/* Keep b's symbols, just loaded, for the next run. */
+static void sym_cache_put(struct nsym_bin *b, int64_t n, const char *debug)
+{
+	struct sym_head h;
+	struct sym_rec *r;
+	size_t names_len = 0, size, at = 0;
+	char name[32], *buf, *names;
+
+	if (!b->n || !sym_key(b, n, debug, &h, name, sizeof(name)))
+		return;
+	for (size_t i = 0; i < b->n; i++)
+		names_len += strlen(b->v[i].name) + 1;
+	if (names_len > SYM_CACHE_MAX_ONE || b->n > SYM_CACHE_MAX_ONE / sizeof(*r))
+		return;
+	size = sizeof(h) + b->n * sizeof(*r) + names_len;
+	if (size > SYM_CACHE_MAX_ONE || !runcache_ready() || !(buf = malloc(size)))
+		return;
+	r = (struct sym_rec *)(void *)(buf + sizeof(h));
+	names = (char *)(r + b->n);
+	for (size_t i = 0; i < b->n; i++) {
+		size_t len = strlen(b->v[i].name) + 1;
+
+		r[i] = (struct sym_rec){ .start = b->v[i].start, .size = b->v[i].size,
+					 .rank = b->v[i].rank, .flags = b->v[i].flags & F_PLT,
+					 .name = (uint32_t)at };
+		memcpy(names + at, b->v[i].name, len);
+		at += len;
+	}
+	h.count = b->n;
+	h.names_len = names_len;
+	h.sum = runcache_hash(RUNCACHE_HASH0, buf + sizeof(h), size - sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+	runcache_trim("sym-", SYM_CACHE_MAX_ALL, size);
+	runcache_write(name, buf, size);
+	free(buf);
+}
+
 /* Copy the function symbols once. */
 static void load(struct nsym_bin *b)
 {
+	const char *debug = NULL;
 	Dwarf_Addr bias = 0;
+	bool whole = true;
 	Elf *elf;
 	int n;
 
@@ -661,11 +864,11 @@ static void load(struct nsym_bin *b)
 	}
 	n = dwfl_module_getsymtab(b->mod);
 	if (n > 0) {
-		const char *debug = NULL;
-
 		dwfl_module_info(b->mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug);
 		b->debug_file = debug != NULL;
 	}
+	if (sym_cache_get(b, n, debug))
+		goto sorted;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
@@ -688,12 +891,17 @@ static void load(struct nsym_bin *b)
 		 * the difference of the two files' first PT_LOAD, which patchelf
 		 * (Nix, conda, relocated interpreters) makes non-zero by adding a
 		 * segment below the others.  Equal to addr - bias otherwise. */
-		if (!add_sym(b, sym.st_value, sym.st_size, name, rank_of(name, &sym), 0))
+		if (!add_sym(b, sym.st_value, sym.st_size, name, rank_of(name, &sym), 0)) {
+			whole = false;
 			break;
+		}
 	}
 	add_plt(b, elf);
 	add_eval_parts(b, elf);
 	sort_fsyms(b->v, b->n);
+	if (whole)
+		sym_cache_put(b, n, debug);
+sorted:
 	if (!build_index(b)) {
 		/* out of memory: no names rather than wrong ones */
 		free(b->prim);
@@ -938,6 +1146,15 @@ int nsym_wants_debug_file(struct nsym_bin *b)
 	if (!b->loaded)
 		load(b);
 	return b->mod && !b->debug_file && !b->own_symtab;
+}
+
+int nsym_kept(struct nsym_bin *b)
+{
+	if (!b)
+		return 0;
+	if (!b->loaded)
+		load(b);
+	return b->blob != NULL;
 }
 
 int nsym_has_debug_file(struct nsym_bin *b)

@@ -81,6 +81,10 @@ int nsym_lookup(struct nsym_bin *b, const char *name, uint64_t *start, uint64_t 
 
 /* Basename of the binary. */
 const char *nsym_module(const struct nsym_bin *b);
+/* 1 if the symbols were read from those a run before kept in
+ * /run/pyperf-bpf (same build, binary and debug file), not from the binary
+ * (see nsym.c).  Loads the symbols if not yet done. */
+int nsym_kept(struct nsym_bin *b);
 /* 1 if a separate debug file was found (by build-id or .gnu_debuglink),
  * which happens only when the binary has no .symtab of its own; its .symtab
  * then names the functions.  Loads the symbols if not yet done. */

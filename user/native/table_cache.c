@@ -4,12 +4,9 @@
  * Its name is "tab-" and a hash of the head's identity fields; the head
  * itself is compared whole, so a hash collision reads nothing wrong. */
 #include "table_cache.h"
-#include "elfsym.h"
 #include "runcache.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,31 +25,19 @@ struct head {
 	uint64_t sum;                /* of them */
 };
 
-static char builder[48];
-static pthread_once_t builder_once = PTHREAD_ONCE_INIT;
-
-static void read_builder(void)
-{
-	char hex[128];
-
-	/* no build-id: no way to tell builds apart, so nothing is kept */
-	if (!elf_read_build_id("/proc/self/exe", hex, sizeof(hex)) && hex[0])
-		snprintf(builder, sizeof(builder), "%.47s", hex);
-}
-
 /* the head of fd's binary (len and sum 0) and the file's name; false: none */
 static bool identify(int fd, struct head *h, char *name, size_t len)
 {
+	const char *builder = runcache_builder();
 	struct stat st;
 
-	pthread_once(&builder_once, read_builder);
 	/* no links: a memfd (the vDSO's copy) or a deleted binary, which no
 	 * later run can open again */
 	if (!builder[0] || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink == 0)
 		return false;
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, MAGIC, 8);
-	memcpy(h->builder, builder, sizeof(builder));
+	snprintf(h->builder, sizeof(h->builder), "%s", builder);
 	h->dev = st.st_dev;
 	h->ino = st.st_ino;
 	h->size = (uint64_t)st.st_size;
@@ -138,51 +123,6 @@ out:
 	return v;
 }
 
-/* Remove the least recently used tables until `more` bytes fit. */
-static void trim(uint64_t more)
-{
-	struct kept { char name[32]; uint64_t size; struct timespec used; } *k = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t total = more;
-	DIR *d = opendir(RUNCACHE_DIR);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		if (strncmp(e->d_name, "tab-", 4) || strlen(e->d_name) >= sizeof(k->name) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
-			continue;
-		if (n == cap) {
-			struct kept *nk = realloc(k, (cap = cap ? cap * 2 : 16) * sizeof(*k));
-
-			if (!nk)
-				break;
-			k = nk;
-		}
-		snprintf(k[n].name, sizeof(k[n].name), "%s", e->d_name);
-		k[n].size = (uint64_t)st.st_size;
-		k[n].used = st.st_mtim;
-		total += k[n++].size;
-	}
-	while (total > TABLE_CACHE_MAX_ALL && n) {
-		size_t old = 0;
-
-		for (size_t i = 1; i < n; i++)
-			if (k[i].used.tv_sec < k[old].used.tv_sec ||
-			    (k[i].used.tv_sec == k[old].used.tv_sec &&
-			     k[i].used.tv_nsec < k[old].used.tv_nsec))
-				old = i;
-		unlinkat(dirfd(d), k[old].name, 0);
-		total -= k[old].size;
-		k[old] = k[--n];
-	}
-	closedir(d);
-	free(k);
-}
-
 void table_cache_put(int fd, const struct unwind_row *v, size_t len)
 {
 	char name[32];
@@ -199,7 +139,7 @@ void table_cache_put(int fd, const struct unwind_row *v, size_t len)
 	h.len = len;
 	h.sum = runcache_hash(RUNCACHE_HASH0, buf + sizeof(h), bytes);
 	memcpy(buf, &h, sizeof(h));
-	trim(sizeof(h) + bytes);
+	runcache_trim("tab-", TABLE_CACHE_MAX_ALL, sizeof(h) + bytes);
 	runcache_write(name, buf, sizeof(h) + bytes);
 	free(buf);
 }
