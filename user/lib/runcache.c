@@ -71,6 +71,20 @@ uint64_t runcache_hash(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+bool runcache_read_all(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
 static char builder[48];
 static pthread_once_t builder_once = PTHREAD_ONCE_INIT;
 

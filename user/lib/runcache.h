@@ -26,6 +26,9 @@ uint64_t runcache_hash(uint64_t h, const void *p, size_t n);
 /* Write len bytes of data as RUNCACHE_DIR/name, atomically; 0 or -1. */
 int runcache_write(const char *name, const void *data, size_t len);
 
+/* Read len bytes of fd into buf; false: an error or end of file first. */
+bool runcache_read_all(int fd, void *buf, size_t len);
+
 /* The build-id of this program, hex ("" when it has none: then nothing is
  * kept, as no later build could tell the files apart). */
 const char *runcache_builder(void);

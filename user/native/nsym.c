@@ -730,20 +730,6 @@ static bool sym_key(const struct nsym_bin *b, int64_t n, const char *debug, stru
 	return true;
 }
 
-static bool sym_read_all(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t got = read(fd, (char *)buf + done, len - done);
-
-		if (got <= 0)
-			return false;
-		done += (size_t)got;
-	}
-	return true;
-}
-
 /* b->v from the kept file; false: none, or not sound */
 static bool sym_cache_get(struct nsym_bin *b, int64_t n, const char *debug)
 {
@@ -766,7 +752,7 @@ static bool sym_cache_get(struct nsym_bin *b, int64_t n, const char *debug)
 	    (st.st_mode & 022) || st.st_size < (off_t)sizeof(got) || st.st_size > SYM_CACHE_MAX_ONE)
 		goto out;
 	size = (size_t)st.st_size;
-	if (!(buf = malloc(size)) || !sym_read_all(fd, buf, size))
+	if (!(buf = malloc(size)) || !runcache_read_all(fd, buf, size))
 		goto out;
 	memcpy(&got, buf, sizeof(got));
 	want.count = got.count;

@@ -71,20 +71,6 @@ static bool sound(const struct unwind_row *v, size_t len)
 	return true;
 }
 
-static bool read_all(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, (char *)buf + done, len - done);
-
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
-}
-
 struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 {
 	char name[32], path[64];
@@ -101,7 +87,7 @@ struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 		return NULL;
 	if (fstat(cfd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 022) || (size_t)st.st_size < sizeof(got) ||
-	    !read_all(cfd, &got, sizeof(got)) || got.len == 0 ||
+	    !runcache_read_all(cfd, &got, sizeof(got)) || got.len == 0 ||
 	    got.len > TABLE_CACHE_MAX_ONE / sizeof(*v) ||
 	    (size_t)st.st_size != sizeof(got) + got.len * sizeof(*v))
 		goto out;
@@ -109,7 +95,7 @@ struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 	want.sum = got.sum;
 	if (memcmp(&want, &got, sizeof(got)) || !(v = malloc(got.len * sizeof(*v))))
 		goto out;
-	if (!read_all(cfd, v, got.len * sizeof(*v)) ||
+	if (!runcache_read_all(cfd, v, got.len * sizeof(*v)) ||
 	    runcache_hash(RUNCACHE_HASH0, v, got.len * sizeof(*v)) != got.sum || !sound(v, got.len)) {
 		free(v);
 		v = NULL;
