@@ -361,7 +361,7 @@ static __always_inline bool timed_scan(struct walk_ctx *c)
 	__u64 t0 = bpf_ktime_get_ns();
 	bool found = scan_stack(c);
 
-	stat_add(STAT_SCAN_NS, bpf_ktime_get_ns() - t0);
+	sstat(c->s, STAT_SCAN_NS, bpf_ktime_get_ns() - t0);
 	return found;
 }
 
@@ -434,7 +434,7 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 		native_push(s, n, pc);
 		goto incomplete;
 	}
-	stat_inc(STAT_ROW_SEARCHES);
+	sstat(s, STAT_ROW_SEARCHES, 1);
 	if (!find_row(s, slot, hdr->nrows, (__u32)(look - m->bias))) {
 		native_push(s, n, pc);
 		goto incomplete;
@@ -558,8 +558,8 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 		/* the loader has not read this process's mappings (yet): the
 		 * native part is missing, and the stack says so */
 		request_maps(tgid, 0);
-		stat_inc(STAT_NATIVE_INCOMPLETE);
-		stat_inc(STAT_NATIVE_PENDING);
+		sstat(s, STAT_NATIVE_INCOMPLETE, 1);
+		sstat(s, STAT_NATIVE_PENDING, 1);
 		return STACK_NATIVE | STACK_NATIVE_INCOMPLETE | STACK_NATIVE_PENDING;
 	}
 	if (!s->regs0.pc && !s->regs0.sp)
@@ -576,14 +576,10 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 	s->scan_wanted = 0;
 	NATIVE_LOOP(&c);
 	flags = s->nflags;
-	if (flags & STACK_NATIVE_INCOMPLETE)
-		stat_inc(STAT_NATIVE_INCOMPLETE);
-	if (flags & STACK_NATIVE_TRUNCATED)
-		stat_inc(STAT_NATIVE_TRUNCATED);
-	if (flags & STACK_NATIVE_PENDING)
-		stat_inc(STAT_NATIVE_PENDING);
-	if (flags & STACK_NATIVE_SCANNED)
-		stat_inc(STAT_NATIVE_SCANNED);
+	sstat(s, STAT_NATIVE_INCOMPLETE, BIT_OF(flags, STACK_NATIVE_INCOMPLETE));
+	sstat(s, STAT_NATIVE_TRUNCATED, BIT_OF(flags, STACK_NATIVE_TRUNCATED));
+	sstat(s, STAT_NATIVE_PENDING, BIT_OF(flags, STACK_NATIVE_PENDING));
+	sstat(s, STAT_NATIVE_SCANNED, BIT_OF(flags, STACK_NATIVE_SCANNED));
 	s->hash = mix(s->nw.hash, s->ev.nnative);
 	return flags;
 }

@@ -360,6 +360,8 @@ struct pending_alloc {
  * before private stacks (6.13) refuses a chain of calls over 512 bytes:
  * what is big or only passed through lives here instead. */
 struct scratch {
+	__u64 stat[STAT_SLOTS];  /* this CPU's counts of the sampler's own walks
+				  * (sstat): first, where the loader reads them */
 	struct ev_stack ev;
 	__u64 win_lo, win_hi;    /* target addresses held in window (kept here, not on
 				  * the stack, so the verifier does not track them) */
@@ -403,15 +405,23 @@ struct scratch {
  * is limited to 32 KB, and this is more); the loader sets max_entries to the
  * number of possible CPUs.  on_sample and on_switch use it; neither nests
  * in the other (the cpu-clock event is an hrtimer interrupt, and the
- * scheduler switches tasks with interrupts off). */
+ * scheduler switches tasks with interrupts off).  Mappable (5.5): the
+ * loader reads the counts at its head in place, not 160 KB a CPU copied. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
+/* the loader reads each CPU's counts at the start of its value (mmap'ed:
+ * sampler_stats) */
+_Static_assert(__builtin_offsetof(struct scratch, stat) == 0 && STAT_NR <= STAT_SLOTS,
+	       "struct scratch opens with the counts");
 
-/* enum stat_idx -> count, per CPU */
+/* enum stat_idx -> count, per CPU: the counts of the programs beside
+ * on_sample's walk (modes, probes, events); the walk's own are in each
+ * CPU's struct scratch (sstat), and the loader adds both up */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STAT_NR);
@@ -452,6 +462,17 @@ static __always_inline void stat_inc(__u32 idx)
 {
 	stat_add(idx, 1);
 }
+
+/* A count of the sampler's walk, in the CPU's scratch: no map lookup (a
+ * lookup's test of its result splits the verifier's paths, and each
+ * lookup is a call the verifier rewrites in place, which copies the whole
+ * program), and, with a condition's bit for n, no branch either. */
+#define sstat(s, idx, n) ((s)->stat[(idx)] += (n))
+/* 1 if flags has bit (a power of 2) set, 0 if not, without a branch */
+#define BIT_OF(flags, bit) (((flags) / (bit)) & 1)
+/* 1 if the address (below 2^63) is not 0, 0 if it is: without a branch,
+ * which would split the verifier's paths into a 0 and a non-0 one */
+#define NONZERO(a) ((((__u64)(a)) | -((__u64)(a))) >> 63)
 
 /* The word at addr in the current task's memory, 0 if unreadable: the
  * helper zeroes what it could not copy.  Not tested: a test of its result
@@ -607,11 +628,11 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 		 * which kernels before 5.12 refuse */
 		if (weight)
 			__sync_fetch_and_add(v, weight);
-		stat_inc(STAT_STACKS);
+		sstat(s, STAT_STACKS, 1);
 		return true;
 	}
 	if (map_full[idx & 1]) {
-		stat_inc(STAT_MAP_FULL);
+		sstat(s, STAT_MAP_FULL, 1);
 		return false;
 	}
 	kstack = key.kstack;
@@ -645,7 +666,7 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 					wake || map_fill[idx & 1] >= counts_wake_at ||
 					bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ringbuf_wake_at ?
 					RB_WAKE : BPF_RB_NO_WAKEUP)) {
-		stat_inc(STAT_RINGBUF_FULL);
+		sstat(s, STAT_RINGBUF_FULL, 1);
 		return false;
 	}
 	if (wake) /* announced: the loader names its code objects now */
@@ -653,7 +674,7 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 	key.kstack = 0;
 	bpf_map_update_elem(&announced, &key, &s->epoch, BPF_ANY);
 	key.kstack = kstack;
-	stat_inc(STAT_ANNOUNCED);
+	sstat(s, STAT_ANNOUNCED, 1);
 count:
 	err = bpf_map_update_elem(m, &key, &weight, BPF_NOEXIST);
 	if (err == -EEXIST) {
@@ -662,12 +683,12 @@ count:
 			__sync_fetch_and_add(v, weight);
 	} else if (err) {
 		map_full[idx & 1] = 1;
-		stat_inc(STAT_MAP_FULL);
+		sstat(s, STAT_MAP_FULL, 1);
 		return false;
 	} else {
 		__sync_fetch_and_add(&map_fill[idx & 1], 1);
 	}
-	stat_inc(STAT_STACKS);
+	sstat(s, STAT_STACKS, 1);
 	return true;
 }
 
@@ -768,10 +789,14 @@ __noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u6
 	w->flags = extra;
 	s->ts_at = 0;
 	tstate = find_tstate(&c, tgid, tid);
+	/* a call, on this rare path (a thread without a state), and not sstat:
+	 * the verifier prunes at a call, and find_tstate's ways out meet
+	 * there; without one --async's frame loop was checked for five states
+	 * of this function, not three (1,900 more instructions) */
 	if (!tstate)
 		stat_inc(STAT_NO_TSTATE);
 	if (gil_only && !holds_gil(s, p, tstate)) {
-		stat_inc(STAT_NO_GIL);
+		sstat(s, STAT_NO_GIL, 1);
 		return 0;
 	}
 	if (tstate && runs_gc(s, p, tstate))
@@ -806,13 +831,10 @@ __noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u6
 			w->hash = mix(mix(mix(w->hash, s->ev.task), s->ev.task_name), w->anchor_n);
 		}
 	}
-	if (w->flags & STACK_TRUNCATED)
-		stat_inc(STAT_TRUNCATED);
-	if (w->flags & STACK_BAD_READ)
-		stat_inc(STAT_BAD_READ);
+	sstat(s, STAT_TRUNCATED, BIT_OF(w->flags, STACK_TRUNCATED));
+	sstat(s, STAT_BAD_READ, BIT_OF(w->flags, STACK_BAD_READ));
 	if (!s->ev.nframes) {
-		if (tstate)
-			stat_inc(STAT_NO_FRAMES);
+		sstat(s, STAT_NO_FRAMES, NONZERO(tstate));
 		/* a thread running no Python code (a BLAS or OpenMP pool, a C++
 		 * worker, a thread before its first frame): with native stacks
 		 * it is still sampled, with its native and kernel frames (the
@@ -878,11 +900,11 @@ static __always_inline bool sample_current(void *ctx, const struct ctx_regs *reg
 			announce_unknown(tgid, weight);
 		return false;
 	}
-	stat_inc(STAT_SAMPLES);
 	cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&scratch_map, &cpu);
 	if (!s)
 		return false;
+	sstat(s, STAT_SAMPLES, 1);
 	key = &s->key; /* in the scratch map, not on the stack (struct scratch) */
 	s->ev.nkernel = 0;
 	user_regs_of(s, regs);

@@ -736,6 +736,7 @@ enum stat_idx {
 	STAT_ANNOUNCED,         /* stacks announced to the loader (count_stack) */
 	STAT_NR,
 };
+#define STAT_SLOTS 32 /* struct scratch's counts: STAT_NR, rounded up */
 
 /* Value of the `skip` map: until when a non-Python pid is not announced again. */
 struct skip_info {

@@ -265,7 +265,7 @@ static long check_step(__u32 i, struct walk_ctx *c)
 		str_seen(c->o, id->filename, &id->file_seen);
 		str_seen(c->o, id->name, &id->name_seen);
 		bpf_map_update_elem(&code_ids, &s->cid_key, id, BPF_ANY);
-		stat_inc(STAT_CODE_IDS);
+		sstat(s, STAT_CODE_IDS, 1);
 	}
 	return 0;
 }
@@ -293,7 +293,7 @@ static __always_inline __u8 *frame_bytes(struct scratch *s)
 		len = (end - lo) & (2 * PYPERF_WINDOW - 1);
 		if (len > PYPERF_WINDOW)
 			return NULL;
-		stat_inc(STAT_FRAME_READS);
+		sstat(s, STAT_FRAME_READS, 1);
 		if (bpf_probe_read_user(s->window, len, (void *)lo))
 			return NULL;
 		s->win_lo = lo;

@@ -57,6 +57,10 @@ struct sampler {
 	int ncpus;
 	int freq;
 	uint64_t *table_used;        /* the table_used map, mmap'ed */
+	/* the scratch map, mmap'ed to read: each CPU's struct scratch opens
+	 * with its counts (sstat), scratch_elem bytes apart */
+	const uint8_t *scratch;
+	size_t scratch_len, scratch_elem;
 	struct native_store store;
 	struct sampler_events ev;
 	enum pyperf_mode mode;
@@ -697,6 +701,20 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	if (e) {
 		explain_load_error(-e, err, errlen);
 		goto fail;
+	}
+	{
+		struct bpf_map *m = s->skel->maps.scratch_map;
+		long page = sysconf(_SC_PAGESIZE);
+		void *v;
+
+		s->scratch_elem = (bpf_map__value_size(m) + 7) / 8 * 8;
+		s->scratch_len = (bpf_map__max_entries(m) * s->scratch_elem + page - 1) / page * page;
+		v = mmap(NULL, s->scratch_len, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
+		if (v == MAP_FAILED) {
+			set_err(err, errlen, "cannot map the sampler's scratch: %s", strerror(errno));
+			goto fail;
+		}
+		s->scratch = v;
 	}
 	if (s->skel->rodata->offcpu) {
 		struct bpf_map *m = s->skel->maps.offcpu_slots;
@@ -1462,6 +1480,13 @@ void sampler_stats(struct sampler *s, uint64_t out[STAT_NR])
 			out[i] += v[c];
 	}
 	free(v);
+	/* the sampler's own walks count in each CPU's scratch */
+	for (__u32 c = 0; s->scratch && c < bpf_map__max_entries(s->skel->maps.scratch_map); c++) {
+		const uint64_t *st = (const uint64_t *)(const void *)(s->scratch + c * s->scratch_elem);
+
+		for (int i = 0; i < STAT_NR; i++)
+			out[i] += st[i];
+	}
 	/* blocks found in flight at an adoption, walked by the loader */
 	out[STAT_SWITCHES] += s->blocks_in_flight;
 	out[STAT_OFFCPU_WALKS] += s->blocks_in_flight;
@@ -1591,6 +1616,8 @@ void sampler_close(struct sampler *s)
 		munmap(s->table_used, PYPERF_MAX_TABLES * sizeof(uint64_t));
 	if (s->slots)
 		munmap(s->slots, s->slots_len);
+	if (s->scratch)
+		munmap((void *)s->scratch, s->scratch_len);
 	hmap_free(&s->offcpu_threads, NULL);
 	free(s->stack);
 	free(s);
