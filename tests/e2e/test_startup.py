@@ -43,8 +43,8 @@ import pytest
 from conftest import NATIVE_MARKS, PYPERF, STATIC, SUPPORTED, record_workload
 
 # instructions the verifier may process for one program on this kernel
-# (6.18: on_sample 10,439 merged, 5,432 --python-only, 12,972 with --async;
-# alloc's probes 10,570).  Stop 61's sampler savings took on_sample from
+# (6.18: on_sample 10,038 merged, 5,240 --python-only, 12,633 with --async;
+# alloc's probes 10,130-10,170).  Stop 61's sampler savings took on_sample from
 # 9,766 to 14,656 under a bound of 20,000, unseen (a merged 1-s record then
 # cost 42 ms of CPU, 36 at 10,439): the bound is now a third over the
 # largest.
