@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,18 +72,17 @@ uint64_t runcache_hash(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-bool runcache_read_all(int fd, void *buf, size_t len)
+void *runcache_map(int fd, size_t len)
 {
-	size_t done = 0;
+	void *p = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
 
-	while (done < len) {
-		ssize_t n = read(fd, (char *)buf + done, len - done);
+	return p == MAP_FAILED ? NULL : p;
+}
 
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
+void runcache_unmap(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
 }
 
 static char builder[48];

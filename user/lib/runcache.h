@@ -26,8 +26,14 @@ uint64_t runcache_hash(uint64_t h, const void *p, size_t n);
 /* Write len bytes of data as RUNCACHE_DIR/name, atomically; 0 or -1. */
 int runcache_write(const char *name, const void *data, size_t len);
 
-/* Read len bytes of fd into buf; false: an error or end of file first. */
-bool runcache_read_all(int fd, void *buf, size_t len);
+/* The len bytes of the kept file open on fd, mapped read-only and private
+ * (mprotect a page writable to change it: the file does not change), its
+ * pages mapped at once: no copy into fresh memory, which the kernel would
+ * first fault in and zero, nor a fault a page; NULL if it cannot.  Kept
+ * files are replaced by a rename, never rewritten in place, so the mapping
+ * stays whole.  Undone by runcache_unmap. */
+void *runcache_map(int fd, size_t len);
+void runcache_unmap(void *p, size_t len);
 
 /* The build-id of this program, hex ("" when it has none: then nothing is
  * kept, as no later build could tell the files apart). */

@@ -318,7 +318,10 @@ static void run_job(const struct native_store *store, uint64_t cap, struct nativ
 			j->too_big = true;
 		else
 			j->handle = store->create(store->ctx, v, len);
-		free(v);
+		if (j->cached)
+			table_cache_release(v, len);
+		else
+			free(v);
 	}
 	j->build_ns = clock_mono_ns() - t0;
 }

@@ -740,7 +740,7 @@ static bool sym_cache_get(struct nsym_bin *b, int64_t n, const char *debug)
 	const char *names;
 	struct stat st;
 	bool ok = false;
-	size_t size;
+	size_t size = 0;
 	int fd;
 
 	if (!sym_key(b, n, debug, &want, name, sizeof(name)))
@@ -752,7 +752,7 @@ static bool sym_cache_get(struct nsym_bin *b, int64_t n, const char *debug)
 	    (st.st_mode & 022) || st.st_size < (off_t)sizeof(got) || st.st_size > SYM_CACHE_MAX_ONE)
 		goto out;
 	size = (size_t)st.st_size;
-	if (!(buf = malloc(size)) || !runcache_read_all(fd, buf, size))
+	if (!(buf = runcache_map(fd, size)))
 		goto out;
 	memcpy(&got, buf, sizeof(got));
 	want.count = got.count;
@@ -788,7 +788,7 @@ out:
 		free(v);
 		free(blob);
 	}
-	free(buf);
+	runcache_unmap(buf, size);
 	close(fd);
 	return ok;
 }

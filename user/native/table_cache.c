@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,8 +78,12 @@ struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 	struct head want, got;
 	struct unwind_row *v = NULL;
 	struct stat st;
+	char *file = NULL;
+	size_t size = 0;
 	int cfd;
 
+	_Static_assert(sizeof(struct head) % _Alignof(struct unwind_row) == 0,
+		       "the rows follow the head aligned");
 	if (!identify(fd, &want, name, sizeof(name)))
 		return NULL;
 	snprintf(path, sizeof(path), RUNCACHE_DIR "/%s", name);
@@ -87,17 +92,20 @@ struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 		return NULL;
 	if (fstat(cfd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 022) || (size_t)st.st_size < sizeof(got) ||
-	    !runcache_read_all(cfd, &got, sizeof(got)) || got.len == 0 ||
-	    got.len > TABLE_CACHE_MAX_ONE / sizeof(*v) ||
-	    (size_t)st.st_size != sizeof(got) + got.len * sizeof(*v))
+	    (size_t)st.st_size > sizeof(got) + TABLE_CACHE_MAX_ONE ||
+	    !(file = runcache_map(cfd, size = (size_t)st.st_size)))
+		goto out;
+	memcpy(&got, file, sizeof(got));
+	if (got.len == 0 || got.len > TABLE_CACHE_MAX_ONE / sizeof(*v) ||
+	    size != sizeof(got) + got.len * sizeof(*v))
 		goto out;
 	want.len = got.len;
 	want.sum = got.sum;
-	if (memcmp(&want, &got, sizeof(got)) || !(v = malloc(got.len * sizeof(*v))))
-		goto out;
-	if (!runcache_read_all(cfd, v, got.len * sizeof(*v)) ||
-	    runcache_hash(RUNCACHE_HASH0, v, got.len * sizeof(*v)) != got.sum || !sound(v, got.len)) {
-		free(v);
+	v = (struct unwind_row *)(void *)(file + sizeof(got));
+	/* the header row takes the id: that page alone is copied, privately */
+	if (memcmp(&want, &got, sizeof(got)) ||
+	    runcache_hash(RUNCACHE_HASH0, v, got.len * sizeof(*v)) != got.sum || !sound(v, got.len) ||
+	    mprotect(file, sizeof(got) + sizeof(*v), PROT_READ | PROT_WRITE)) {
 		v = NULL;
 		goto out;
 	}
@@ -105,8 +113,16 @@ struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len)
 	*len = got.len;
 	futimens(cfd, NULL); /* its last use, for trimming */
 out:
+	if (!v)
+		runcache_unmap(file, size);
 	close(cfd);
 	return v;
+}
+
+void table_cache_release(struct unwind_row *v, size_t len)
+{
+	if (v)
+		runcache_unmap((char *)v - sizeof(struct head), sizeof(struct head) + len * sizeof(*v));
 }
 
 void table_cache_put(int fd, const struct unwind_row *v, size_t len)

@@ -24,9 +24,10 @@
 #define TABLE_CACHE_MAX_ALL (32u << 20)
 
 /* The table kept for the binary open on fd, its header's id set to id:
- * malloc'ed, its length in *len; NULL when none is kept (or it is not
- * sound). */
+ * the file mapped (table_cache_release lets it go), its length in *len;
+ * NULL when none is kept (or it is not sound). */
 struct unwind_row *table_cache_get(int fd, uint32_t id, size_t *len);
+void table_cache_release(struct unwind_row *v, size_t len);
 
 /* Keep table v[0..len) of the binary open on fd (its id is not kept). */
 void table_cache_put(int fd, const struct unwind_row *v, size_t len);
