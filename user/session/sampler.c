@@ -59,7 +59,7 @@ struct sampler {
 	uint64_t *table_used;        /* the table_used map, mmap'ed */
 	/* the scratch map, mmap'ed to read: each CPU's struct scratch opens
 	 * with its counts (sstat), scratch_elem bytes apart */
-	const uint8_t *scratch;
+	uint8_t *scratch;
 	size_t scratch_len, scratch_elem;
 	struct native_store store;
 	struct sampler_events ev;
@@ -483,6 +483,20 @@ static struct pyperf_bpf *open_compat(const struct bpf_object_open_opts *opts)
 	return obj;
 }
 
+/* An array map's values, mmap'ed (a BPF_F_MMAPABLE array): its values are
+ * 8-byte aligned, *elem bytes apart, and mapped by pages, *len bytes in
+ * all; NULL (errno set) if it cannot be. */
+static uint8_t *map_array(const struct bpf_map *m, int prot, size_t *elem, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *v;
+
+	*elem = (bpf_map__value_size(m) + 7) / 8 * 8;
+	*len = (bpf_map__max_entries(m) * *elem + page - 1) / page * page;
+	v = mmap(NULL, *len, prot, MAP_SHARED, bpf_map__fd(m), 0);
+	return v == MAP_FAILED ? NULL : v;
+}
+
 int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		 const struct sampler_events *ev, char *err, size_t errlen)
 {
@@ -702,35 +716,20 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		explain_load_error(-e, err, errlen);
 		goto fail;
 	}
-	{
-		struct bpf_map *m = s->skel->maps.scratch_map;
-		long page = sysconf(_SC_PAGESIZE);
-		void *v;
-
-		s->scratch_elem = (bpf_map__value_size(m) + 7) / 8 * 8;
-		s->scratch_len = (bpf_map__max_entries(m) * s->scratch_elem + page - 1) / page * page;
-		v = mmap(NULL, s->scratch_len, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
-		if (v == MAP_FAILED) {
-			set_err(err, errlen, "cannot map the sampler's scratch: %s", strerror(errno));
-			goto fail;
-		}
-		s->scratch = v;
+	s->scratch = map_array(s->skel->maps.scratch_map, PROT_READ, &s->scratch_elem,
+			       &s->scratch_len);
+	if (!s->scratch) {
+		set_err(err, errlen, "cannot map the sampler's scratch: %s", strerror(errno));
+		goto fail;
 	}
 	if (s->skel->rodata->offcpu) {
-		struct bpf_map *m = s->skel->maps.offcpu_slots;
-		long page = sysconf(_SC_PAGESIZE);
-		void *v;
-
-		/* an array's values are 8-byte aligned, mmap'ed by pages */
-		s->slot_bytes = (sizeof(struct offcpu_thread) + 7) / 8 * 8;
-		s->slots_len = (bpf_map__max_entries(m) * s->slot_bytes + page - 1) / page * page;
 		s->slot_bits = s->skel->rodata->offcpu_slot_bits;
-		v = mmap(NULL, s->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
-		if (v == MAP_FAILED) {
+		s->slots = map_array(s->skel->maps.offcpu_slots, PROT_READ | PROT_WRITE,
+				     &s->slot_bytes, &s->slots_len);
+		if (!s->slots) {
 			set_err(err, errlen, "cannot map the off-CPU thread table: %s", strerror(errno));
 			goto fail;
 		}
-		s->slots = v;
 	}
 	e = pyperf_bpf__attach(s->skel); /* the tracepoints; perf events come in sampler_start */
 	if (e) {
@@ -1617,7 +1616,7 @@ void sampler_close(struct sampler *s)
 	if (s->slots)
 		munmap(s->slots, s->slots_len);
 	if (s->scratch)
-		munmap((void *)s->scratch, s->scratch_len);
+		munmap(s->scratch, s->scratch_len);
 	hmap_free(&s->offcpu_threads, NULL);
 	free(s->stack);
 	free(s);
