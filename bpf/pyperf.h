@@ -128,6 +128,9 @@ struct py_offsets {
 	 * interpreter's threads are looked at) */
 	__u16 interp_next;           /* PyInterpreterState.next: the list, newest first */
 	__u16 interp_id;             /* PyInterpreterState.id (int64_t; 0: the main one) */
+	__u16 tstate_status;         /* PyThreadState._status, whose bit PY_TSTATE_ACTIVE
+				      * says the state is its thread's current one
+				      * (3.12+; PYPERF_NO_OFFSET: not known) */
 };
 
 /* Where an instance of a Python class keeps its attributes, and how a dict
@@ -164,6 +167,12 @@ enum py_gil_in {
  * of its list (the newest) */
 #define PY_TSTATE_INTERP 16
 #define PY_RUNTIME_MAIN_AFTER_HEAD 8
+/* PyThreadState._status.active, the fifth of its one-bit fields (3.12 to
+ * 3.15; GCC lays bit-fields out from the low bit): set while the state is
+ * its thread's current one and the thread holds the GIL (tstate_activate;
+ * a thread that releases the GIL, or switches to a subinterpreter's
+ * state, clears it) */
+#define PY_TSTATE_ACTIVE (1u << 4)
 
 /* How the sampler finds the asyncio task a thread is running (--async),
  * per process: the loader fills it once the process has imported asyncio

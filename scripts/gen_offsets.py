@@ -181,9 +181,14 @@ def field_sources(minor):
     if minor >= 12:  # subinterpreters with their own GIL: walked from 3.12
         off("interp_next", "PyInterpreterState", "next", 8)
         off("interp_id", "PyInterpreterState", "id", 8)
+        # the word of bit-fields whose `active` (PY_TSTATE_ACTIVE, checked
+        # by the probe) says a state is its thread's current one: a cached
+        # state that is needs no look at the list of interpreters
+        off("tstate_status", "PyThreadState", "_status", 4)
     else:
         f["interp_next"] = ("sym", NO)
         f["interp_id"] = ("sym", NO)
+        f["tstate_status"] = ("sym", NO)
     if minor >= 12:
         off("interp_modules", "PyInterpreterState", "imports.modules", 8)
     else:
@@ -298,6 +303,19 @@ PROBE_UNICODE = r"""
 	BIT_PROBE(ascii, 1);
 	printf("state_after_hash %zu\n", offsetof(PyASCIIObject, hash) + sizeof(Py_hash_t));
 """
+
+# The 32-bit word at PyThreadState._status with `active` alone set: the bit
+# the sampler tests (PY_TSTATE_ACTIVE, bpf/pyperf.h), 3.12+.
+PROBE_TSTATE_ACTIVE = r"""
+	{
+		PyThreadState t; unsigned int w;
+		memset(&t, 0, sizeof(t));
+		t._status.active = 1;
+		memcpy(&w, &t._status, sizeof(w));
+		printf("tstate_active_word %u\n", w);
+	}
+"""
+TSTATE_ACTIVE = 1 << 4
 
 # expected 32-bit word at `state` for each bit probe (see PROBE_UNICODE)
 STATE_BITS = {"interned": 1 << 0, "kind": 7 << 2, "compact": 1 << 5, "ascii": 1 << 6}
@@ -417,6 +435,8 @@ def probe(inc, workdir, frame_read_max):
             if s[2]:
                 lines.append('\tprintf("width_%s %%zu\\n", %s);' % (name, s[2]))
     body = "\n".join(lines) + "\n" + PROBE_UNICODE
+    if "tstate_status" in srcs and srcs["tstate_status"][0] == "off":
+        body += PROBE_TSTATE_ACTIVE
 
     out, err = compile_and_run(pre + body + "\treturn 0;\n}\n", inc, workdir, "probe%d%d" % (major, minor))
     if out is None:
@@ -453,6 +473,9 @@ def probe(inc, workdir, frame_read_max):
 
     check_unicode(ver, vals, res)
     check_frame(ver, res, frame_read_max)
+    if "tstate_active_word" in vals and int(vals["tstate_active_word"]) != TSTATE_ACTIVE:
+        raise GenError("%s: PyThreadState._status.active is word %s, not %d (PY_TSTATE_ACTIVE)"
+                       % (ver, vals["tstate_active_word"], TSTATE_ACTIVE))
     return (major, minor, micro), res
 
 

@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	F(unicode_ascii_size) F(unicode_compact_size) F(bytes_size) F(bytes_sval)
 	F(interp_modules) F(gen_iframe) F(frame_localsplus) F(frame_stack) F(stack_kind)
 	F(gc_in) F(gc_collecting)
-	F(gc_in) F(gc_collecting)
+	F(interp_next) F(interp_id) F(tstate_status)
 #undef F
 	if (memcmp(&got, want, sizeof(got))) {
 		printf("3.%d: the structs differ beyond the named fields\n", minor);

@@ -253,7 +253,15 @@ static void test_table_invariants(void **state)
 		assert_true(o->unicode_state + 4 <= o->unicode_ascii_size);
 		assert_true(o->unicode_compact_size > o->unicode_ascii_size);
 		assert_int_equal(o->code_tag_bits, minor >= 14 ? 3 : 0);
+		/* 3.12+: whether a cached thread state is active is read from
+		 * the head of it the sampler reads anyway (find_tstate); one
+		 * outside that window would cost a read more per sample */
+		assert_int_equal(o->tstate_status != PYPERF_NO_OFFSET, minor >= 12);
+		if (minor >= 12)
+			assert_true(o->tstate_status + 4 <= TS_WINDOW);
 	}
+	assert_int_equal(py_offsets_for_version(3, 12)->tstate_status, 24);
+	assert_int_equal(py_offsets_for_version(3, 13)->tstate_status, 32);
 }
 
 /* ---- (b), (c) parsing good blocks -------------------------------------- */

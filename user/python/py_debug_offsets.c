@@ -575,6 +575,10 @@ int py_debug_offsets_parse(const void *buf, size_t len, struct py_offsets *out,
 		o.gil_in = o.gc_in = GIL_UNKNOWN;
 		o.gc_collecting = PYPERF_NO_OFFSET;
 	}
+	/* the word whose bit PY_TSTATE_ACTIVE marks a thread's current state
+	 * (3.13+ publish where it is; without it the sampler looks at the
+	 * list of interpreters every sample) */
+	o.tstate_status = optional_offset(&r, "thread_state.status");
 	/* asyncio's two (--async): optional, a value we cannot use only turns
 	 * async stacks off; 3.13 publishes no gen_object section, the value
 	 * measured from its headers stands in */

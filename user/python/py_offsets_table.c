@@ -81,6 +81,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_310,
 		.interp_next = PYPERF_NO_OFFSET,
 		.interp_id = PYPERF_NO_OFFSET,
+		.tstate_status = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 9, {
 		.runtime_interp_head = 32,
@@ -136,6 +137,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_310,
 		.interp_next = PYPERF_NO_OFFSET,
 		.interp_id = PYPERF_NO_OFFSET,
+		.tstate_status = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 10, {
 		.runtime_interp_head = 32,
@@ -191,6 +193,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_310,
 		.interp_next = PYPERF_NO_OFFSET,
 		.interp_id = PYPERF_NO_OFFSET,
+		.tstate_status = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 11, {
 		.runtime_interp_head = 40,
@@ -246,6 +249,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_311,
 		.interp_next = PYPERF_NO_OFFSET,
 		.interp_id = PYPERF_NO_OFFSET,
+		.tstate_status = PYPERF_NO_OFFSET,
 	} },
 	{ 3, 12, {
 		.runtime_interp_head = 40,
@@ -301,6 +305,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_312,
 		.interp_next = 0,
 		.interp_id = 8,
+		.tstate_status = 24,
 	} },
 	{ 3, 13, {
 		.runtime_interp_head = 632,
@@ -356,6 +361,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_313,
 		.interp_next = 7264,
 		.interp_id = 7272,
+		.tstate_status = 32,
 	} },
 	{ 3, 14, {
 		.runtime_interp_head = 808,
@@ -411,6 +417,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_313,
 		.interp_next = 7272,
 		.interp_id = 7280,
+		.tstate_status = 32,
 	} },
 	{ 3, 15, {
 		.runtime_interp_head = 936,
@@ -466,6 +473,7 @@ static const struct py_offsets_entry py_offsets_table[] = {
 		.obj_layout = PYOBJ_313,
 		.interp_next = 7264,
 		.interp_id = 7272,
+		.tstate_status = 32,
 	} },
 };
 
