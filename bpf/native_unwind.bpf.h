@@ -181,8 +181,9 @@ VERIFIED_ONCE int request_maps(__u32 tgid, __u64 pc)
 	return 0;
 }
 
-/* Mark the table of this frame's row used now (table_used: the loader
- * evicts the coldest), once a sample per table.  In the scratch map, not on
+/* Mark the table of this frame's row used now, to the loader's turn
+ * (table_used, table_clock: the loader evicts the coldest), once a sample
+ * per table.  In the scratch map, not on
  * the stack: the verifier then sees the same state whether or not the store
  * was made.  Looked up and stored, not updated: the helper would want the
  * value on the stack, where s is plain memory (a global function's
@@ -569,7 +570,7 @@ __noinline __u32 unwind_native(__u32 tgid, __u32 gen)
 	s->nw.gen = gen;
 	s->nflags = STACK_NATIVE;
 	s->scan_mark = 0;
-	s->now = bpf_ktime_get_ns();
+	s->now = table_clock;
 	s->used = 0;
 	s->last = 0;
 	s->stk_lo = s->stk_hi = 0;

@@ -94,6 +94,12 @@ const volatile __u32 counts_wake_at = PYPERF_COUNTS_ENTRIES / 2;
  * (the announced map). */
 __u32 announce_epoch = 0;
 
+/* The loader's clock (CLOCK_MONOTONIC ns, bpf_ktime_get_ns's), set at each
+ * turn of its loop (about once a second, sooner when woken): when a native
+ * table was last used, to the turn (table_used).  A clock read in each
+ * sample instead cost ~45 ns of ~3,700. */
+__u64 table_clock = 0;
+
 /* tgid -> interpreter address and offsets; written by the loader */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -336,6 +342,18 @@ struct frame_walk {
 	__u32 nest_at, nest_n;
 	__u32 nest_start;        /* ev.nframes when this interpreter's frames began */
 	__u32 pad2;
+	__u64 c_sp;              /* the thread's user stack pointer (frame_bytes) */
+};
+
+/* A code object check_step has checked for the stack it names (a small
+ * direct-mapped cache, emptied for each stack): a recursive function's
+ * frames share one, read once.  Within one sample an address is one
+ * object: the thread is stopped, and its frames hold their code objects. */
+#define CODE_SEEN 8
+struct code_seen {
+	__u64 code;
+	__u32 check;
+	__u32 pad;
 };
 
 /* ... and the native frames (native_unwind.bpf.h) */
@@ -358,23 +376,31 @@ struct pending_alloc {
  * object, and what would otherwise sit on the BPF stack.  The programs'
  * stacks and those of the functions they call add up, and every kernel
  * before private stacks (6.13) refuses a chain of calls over 512 bytes:
- * what is big or only passed through lives here instead. */
+ * what is big or only passed through lives here instead.
+ *
+ * The walk's small fields come first, right after the counts, its buffers
+ * after them: an instruction reaches a field at up to 32 KiB from the
+ * scratch's address in its own offset, and beyond that must compute the
+ * address first.  With the walks' state at the end, past the 16 KiB event,
+ * each access was two instructions and a register more: on 6.18 the
+ * verifier processed 13 % more of on_sample, ~1.4 ms of a recording's
+ * start-up. */
 struct scratch {
 	__u64 stat[STAT_SLOTS];  /* this CPU's counts of the sampler's own walks
 				  * (sstat): first, where the loader reads them */
-	struct ev_stack ev;
+	struct frame_walk fw;
+	struct native_walk nw;
+	struct stack_key key;     /* the key of the sample being taken (sample_current) */
+	struct unwind_regs regs0; /* the user registers the native walk starts from */
 	__u64 win_lo, win_hi;    /* target addresses held in window (kept here, not on
 				  * the stack, so the verifier does not track them) */
-	__u8 window[PYPERF_WINDOW + PYPERF_FRAME_READ_MAX + 8];
-	__u8 code_buf[PYPERF_FRAME_READ_MAX + 8];
 	__u64 ts_at;             /* the thread state whose first TS_WINDOW bytes tsw holds
 				  * (find_tstate); 0: none */
-	__u8 tsw[TS_WINDOW + 8];
 	__u32 epoch;             /* announce_epoch, as count_stack read it */
 	__u32 lo, hi;            /* binary search bounds, kept here so the verifier
 				  * sees unknown values and prunes the loop */
 	__u64 stk_lo, stk_hi;    /* user stack addresses held in stk */
-	__u64 now;               /* when the sample was taken, for table_used */
+	__u64 now;               /* table_clock when the sample was taken (table_used) */
 	struct unwind_row row;   /* the frame's rule, while native_step uses it */
 	__u32 last;              /* 1 + the mapping of the last frame; 0: none */
 	__u32 used;              /* the table last marked used in this sample */
@@ -386,21 +412,26 @@ struct scratch {
 	__u32 scan_mark;         /* the next frame pushed was found by a scan */
 	__u32 scan_wanted;       /* a native step asks unwind_native to scan */
 	__u64 scan_sp, scan_pc;  /* what the scan found (0: nothing) */
+	struct code_seen cseen[CODE_SEEN]; /* the code objects check_step checked
+				  * for the stack being announced */
+	struct thread_walk tw;
+	__u8 tsw[TS_WINDOW + 8];
+	struct ev_stack ev;
+	__u8 window[PYPERF_WINDOW + PYPERF_FRAME_READ_MAX + 8];
+	__u8 code_buf[PYPERF_FRAME_READ_MAX + 8];
 	__u8 stk[PYPERF_STACK_WINDOW + 8];
 	struct row_cache_entry rcache[ROW_CACHE_SIZE];
 	struct scan_cache_entry scache[SCAN_CACHE_SIZE];
-	struct unwind_regs regs0; /* the user registers the native walk starts from */
 	struct unwind_regs fp_g;  /* a frame-pointer step being tried (fp_step_plausible) */
 	__u8 code8[16];           /* the bytes before a return address (after_call) */
-	struct stack_key key;     /* the key of the sample being taken (sample_current) */
 	struct pending_alloc alloc; /* --mode alloc: the allocation being sampled */
-	struct thread_walk tw;
-	struct frame_walk fw;
-	struct native_walk nw;
 	struct code_id cid;       /* a code object's identity, for code_ids */
 	struct code_id_key cid_key;
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
 };
+/* the walk's state within an instruction's reach (above) */
+_Static_assert(__builtin_offsetof(struct scratch, ev) < 32768 - 256,
+	       "the walk's small fields lie within 32 KiB of the scratch's start");
 /* One struct scratch per CPU, indexed by CPU number (a per-CPU array value
  * is limited to 32 KB, and this is more); the loader sets max_entries to the
  * number of possible CPUs.  on_sample and on_switch use it; neither nests
@@ -644,6 +675,7 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 	s->epoch = announce_epoch;
 	if (seen && *seen == s->epoch)
 		goto count;
+	__builtin_memset(s->cseen, 0, sizeof(s->cseen));
 	WALK_LOOP(check_step, 16, PYPERF_MAX_FRAMES, &c);
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	size = pack_stack();
@@ -805,6 +837,7 @@ __noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u6
 	 * stops at once without one) */
 	w->frame = tstate ? top_frame(s, tstate, &p->off) : 0;
 	w->before = 0;
+	w->c_sp = s->regs0.sp;
 	w->read_len = py_frame_read_len(&p->off);
 	w->win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w->read_len;
 	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */

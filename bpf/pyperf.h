@@ -743,9 +743,11 @@ enum stat_idx {
 				 * missed) */
 	STAT_CODE_IDS,          /* code objects' identities stored for the loader */
 	STAT_ANNOUNCED,         /* stacks announced to the loader (count_stack) */
+	STAT_FRAME_BYTES,       /* bytes of those reads of Python frames */
+	STAT_CODE_READS,        /* reads of code objects, to name a new stack's frames */
 	STAT_NR,
 };
-#define STAT_SLOTS 32 /* struct scratch's counts: STAT_NR, rounded up */
+#define STAT_SLOTS 40 /* struct scratch's counts: STAT_NR, rounded up */
 
 /* Value of the `skip` map: until when a non-Python pid is not announced again. */
 struct skip_info {

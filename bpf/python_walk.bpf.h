@@ -218,6 +218,7 @@ static __always_inline __u32 code_check(struct walk_ctx *c, __u64 code, struct c
 
 	if (len > PYPERF_FRAME_READ_MAX)
 		len = PYPERF_FRAME_READ_MAX;
+	sstat(c->s, STAT_CODE_READS, 1);
 	if (bpf_probe_read_user(buf, len, (void *)(code + w->code_lo)))
 		return 0;
 	id->firstlineno =
@@ -268,14 +269,22 @@ static long check_step(__u32 i, struct walk_ctx *c)
 {
 	struct scratch *s = c->s;
 	struct code_id *id = &s->cid;
+	struct code_seen *cs;
 	struct py_frame *f;
 
 	if (i >= s->ev.nframes)
 		return 1;
+	f = &s->ev.frames[MASKED(i, PYPERF_MAX_FRAMES - 1)];
+	cs = &s->cseen[MASKED((f->code >> 4) ^ (f->code >> 10), CODE_SEEN - 1)];
+	if (cs->code == f->code) {
+		f->check = cs->check; /* a frame of this stack had it: checked */
+		return 0;
+	}
 	__builtin_memset(id, 0, sizeof(*id));
 	s->cid_key.tgid = s->ev.pid;
-	f = &s->ev.frames[MASKED(i, PYPERF_MAX_FRAMES - 1)];
 	f->check = code_check(c, f->code, id);
+	cs->code = f->code;
+	cs->check = f->check;
 	if (f->check) { /* kept for the loader, should the object be gone by then */
 		s->cid_key.code = f->code;
 		s->cid_key.check = f->check;
@@ -296,7 +305,11 @@ WALK_CHUNKS(check_step, 16, WALK_NEEDS_PROC)
  * keeps frames of Python-to-Python calls stacked in one memory area, callers
  * below callees, so one read below the leaf covers several frames.  The
  * window never reaches below the frame's own page, so reading it fails only
- * where reading the frame alone would. */
+ * where reading the frame alone would.  A frame on the thread's C stack
+ * (from 3.12 the entry frame of each eval-loop call, below its first Python
+ * frame) has none of its callers next to it: it is read alone, not with up
+ * to a page of the C stack below it. */
+#define C_STACK_SPAN (8ULL << 20)
 static __always_inline __u8 *frame_bytes(struct scratch *s)
 {
 	struct frame_walk *w = &s->fw;
@@ -307,6 +320,8 @@ static __always_inline __u8 *frame_bytes(struct scratch *s)
 		lo = end - w->win_size;
 		if (lo < (fr & ~4095ULL))
 			lo = fr & ~4095ULL;
+		if (fr - w->c_sp < C_STACK_SPAN) /* fr at or above sp, unsigned */
+			lo = fr;
 		if (lo > fr)
 			lo = fr;
 		/* end - lo <= max(win_size, read_len) <= PYPERF_WINDOW; the mask
@@ -315,6 +330,7 @@ static __always_inline __u8 *frame_bytes(struct scratch *s)
 		if (len > PYPERF_WINDOW)
 			return NULL;
 		sstat(s, STAT_FRAME_READS, 1);
+		sstat(s, STAT_FRAME_BYTES, len);
 		if (bpf_probe_read_user(s->window, len, (void *)lo))
 			return NULL;
 		s->win_lo = lo;

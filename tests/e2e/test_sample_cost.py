@@ -19,7 +19,11 @@ small, counted by the sampler itself (--stats-json):
   interval's end): about 90 stacks a second of a merged run had each been
   announced again at every drain.  And a code object's identity (code_ids)
   is stored only when not stored already (python_walk.bpf.h, check_step:
-  that had been ~1.4 us of every sample)."""
+  that had been ~1.4 us of every sample).
+- The size of a read counts too, as lines the CPU must fetch: from 3.12 the
+  entry frame of each eval-loop call lies on the thread's C stack, with no
+  other Python frame near it, and is read alone, not as a window of up to
+  a page of the C stack below it (frame_bytes)."""
 import json
 import os
 
@@ -67,3 +71,24 @@ def test_a_sample_reads_few_windows_and_searches_no_row_once_warm(tmp_path):
     # start-up: four drains or more, each with every stack new in its map;
     # seen: 130 announced of 130 known, and 196 of 140 when announced anew)
     assert 0 < s["stacks_known"] <= s["stat_announced"] <= s["stacks_known"] + 5, s
+    # an announced stack's 25 frames of recurse share one code object, read
+    # once: reads of code objects about the distinct ones a stack holds
+    # (4), not its 28 frames (seen: 4.0 a stack)
+    assert s["stat_code_reads"] <= 8 * s["stat_announced"], s
+
+
+def test_a_frame_on_the_c_stack_is_read_alone(tmp_path):
+    stats, out = tmp_path / "stats.json", tmp_path / "deep.folded"
+    # four Python frames (a few hundred bytes) and, from 3.12, the entry
+    # frame on the C stack below them
+    r = run_pyperf(["-F", "499", "--stats-json", str(stats), "-o", str(out), "--",
+                    windowed_python(), os.path.join(WORKLOADS, "deep.py"), "1", "1"])
+    assert r.returncode == 0, r.stderr
+    s = json.loads(stats.read_text())
+    n = s["stat_samples"]
+    assert n >= 150, s
+    assert s["stat_frame_reads"] <= 2.5 * n, s
+    # seen: ~560 bytes a sample (3.12 to 3.14); with the entry frame's page
+    # below it read too, 1,600 to 3,600 (where in its page the frame lies
+    # varies from run to run)
+    assert s["stat_frame_bytes"] <= 1280 * n, s

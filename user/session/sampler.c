@@ -1229,6 +1229,8 @@ int sampler_poll(struct sampler *s, int timeout_ms, struct pollfd *more, size_t 
 		nmore = SAMPLER_POLL_MAX;
 	if (nmore)
 		memcpy(p + 1, more, nmore * sizeof(*more));
+	/* the clock the sampler marks the tables it uses with (table_clock) */
+	__atomic_store_n(&s->skel->bss->table_clock, clock_mono_ns(), __ATOMIC_RELAXED);
 	n = poll(p, nmore + 1, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;

@@ -1318,6 +1318,8 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_U("stat_allocs", st[STAT_ALLOCS]), STAT_U("stat_alloc_walks", st[STAT_ALLOC_WALKS]),
 		STAT_U("stat_offcpu_lost", st[STAT_OFFCPU_LOST]), STAT_U("stat_scan_ns", st[STAT_SCAN_NS]),
 		STAT_U("stat_frame_reads", st[STAT_FRAME_READS]),
+		STAT_U("stat_frame_bytes", st[STAT_FRAME_BYTES]),
+		STAT_U("stat_code_reads", st[STAT_CODE_READS]),
 		STAT_U("stat_row_searches", st[STAT_ROW_SEARCHES]),
 		STAT_U("stat_code_ids", st[STAT_CODE_IDS]),
 		STAT_U("stat_announced", st[STAT_ANNOUNCED]),
