@@ -745,6 +745,8 @@ enum stat_idx {
 	STAT_ANNOUNCED,         /* stacks announced to the loader (count_stack) */
 	STAT_FRAME_BYTES,       /* bytes of those reads of Python frames */
 	STAT_CODE_READS,        /* reads of code objects, to name a new stack's frames */
+	STAT_INTERP_HEAD_READS, /* reads of the interpreters' list head to find or check
+				 * a thread's state (3.12+: an active cached one needs none) */
 	STAT_NR,
 };
 #define STAT_SLOTS 40 /* struct scratch's counts: STAT_NR, rounded up */

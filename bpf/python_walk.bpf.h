@@ -142,6 +142,7 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	 * --python-only sample) */
 	if (hit && (!subs || ts_active(c->s, tc->tstate, o)))
 		return tc->tstate;
+	sstat(c->s, STAT_INTERP_HEAD_READS, 1);
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
 	if (hit && tc->interps == interp)
 		return tc->tstate; /* not active (the GIL released): two reads */

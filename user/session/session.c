@@ -1320,6 +1320,7 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_U("stat_frame_reads", st[STAT_FRAME_READS]),
 		STAT_U("stat_frame_bytes", st[STAT_FRAME_BYTES]),
 		STAT_U("stat_code_reads", st[STAT_CODE_READS]),
+		STAT_U("stat_interp_head_reads", st[STAT_INTERP_HEAD_READS]),
 		STAT_U("stat_row_searches", st[STAT_ROW_SEARCHES]),
 		STAT_U("stat_code_ids", st[STAT_CODE_IDS]),
 		STAT_U("stat_announced", st[STAT_ANNOUNCED]),
