@@ -165,9 +165,8 @@ struct counts_map {
 	__type(value, __u64);
 } counts0 SEC(".maps"), counts1 SEC(".maps");
 
-/* The stacks announced to the loader (a stack_key with kstack 0: the
- * kernel stack is the counts maps', not the stack's), with the value of
- * announce_epoch then.  A stack new in the counts map that was announced
+/* The stacks announced to the loader, with the value of announce_epoch
+ * then.  A stack new in the counts map that was announced
  * since the loader last forgot any is counted without announcing it again:
  * every drain makes every stack new in its map, and announcing each again
  * (a record of ~1 KiB, its code objects checked) was a good part of a
@@ -178,14 +177,6 @@ struct {
 	__type(key, struct stack_key);
 	__type(value, __u32);
 } announced SEC(".maps");
-
-/* kernel stacks of the samples in counts0 / counts1 (cleared with them) */
-struct kstack_map {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, PYPERF_KSTACK_ENTRIES);
-	__type(key, __u32);
-	__uint(value_size, PYPERF_KSTACK_DEPTH * sizeof(__u64));
-} kstacks0 SEC(".maps"), kstacks1 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -642,7 +633,6 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 	struct scratch *s;
 	__u64 *v, size;
 	__u32 *seen;
-	__s32 kstack;
 	__u8 one = 1;
 	bool wake;
 	long err;
@@ -666,10 +656,7 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 		sstat(s, STAT_MAP_FULL, 1);
 		return false;
 	}
-	kstack = key.kstack;
-	key.kstack = 0;
 	seen = bpf_map_lookup_elem(&announced, &key);
-	key.kstack = kstack;
 	/* in the scratch map, not on the stack (the value of the update
 	 * below): the bounded-loop object's chains are at 5.10's limit */
 	s->epoch = announce_epoch;
@@ -703,9 +690,7 @@ int count_stack(struct proc_info *p, const struct stack_key *key_in, __u32 idx, 
 	}
 	if (wake) /* announced: the loader names its code objects now */
 		bpf_map_update_elem(&py_seen, &part, &one, BPF_ANY);
-	key.kstack = 0;
 	bpf_map_update_elem(&announced, &key, &s->epoch, BPF_ANY);
-	key.kstack = kstack;
 	sstat(s, STAT_ANNOUNCED, 1);
 count:
 	err = bpf_map_update_elem(m, &key, &weight, BPF_NOEXIST);
@@ -908,9 +893,41 @@ static __always_inline bool walk_current(struct scratch *s, struct proc_info *p,
 	key->pid = tgid;
 	key->tid = tid;
 	key->gen = p->gen;
-	key->kstack = -1;
+	key->pad = 0;
 	key->hash = s->ev.hash;
 	return true;
+}
+
+/* the kernel frames of a stack folded into its hash (s->hash) */
+static long kernel_hash_step(__u32 i, struct walk_ctx *c)
+{
+	struct scratch *s = c->s;
+
+	if (i >= s->ev.nkernel)
+		return 1;
+	/* the mask only shows the verifier a bound (the scratch value goes on
+	 * after the array): PYPERF_KSTACK_DEPTH, 127, is no power of two, and
+	 * nkernel is at most 127 (bpf_get_stack filled at most the array) */
+	s->hash = mix(s->hash, s->ev.kernel[i & 127]);
+	return 0;
+}
+WALK_CHUNKS(kernel_hash_step, 32, 0)
+
+/* The current task's kernel stack into s->ev.kernel (leaf first), folded
+ * into s->hash from 0.  It is part of the stack: hashed into its key and
+ * announced with it, once (count_stack).  A stack trace map per counts
+ * map (bpf_get_stackid) cost a megabyte a thousand stacks, filled at
+ * every start, and a lookup per key per drain; and the helper took ~25 us
+ * a kernel sample here against this one's ~15 (the kernel's unwinder is
+ * most of both). */
+static __always_inline void kernel_frames(void *ctx, struct scratch *s)
+{
+	struct walk_ctx c = { .s = s };
+	long nk = bpf_get_stack(ctx, s->ev.kernel, sizeof(s->ev.kernel), 0);
+
+	s->ev.nkernel = nk > 0 ? (__u32)((__u64)nk >> 3) : 0;
+	s->hash = 0;
+	WALK_LOOP(kernel_hash_step, 32, PYPERF_KSTACK_DEPTH, &c);
 }
 
 /* The current thread's stack, counted with weight: the Python and native
@@ -940,12 +957,13 @@ static __always_inline bool sample_current(void *ctx, const struct ctx_regs *reg
 	sstat(s, STAT_SAMPLES, 1);
 	key = &s->key; /* in the scratch map, not on the stack (struct scratch) */
 	s->ev.nkernel = 0;
-	user_regs_of(s, regs);
-	if (!walk_current(s, p, tgid, tid, idx, 0, 0, key))
-		return false;
+	s->hash = 0;
 	/* a sample taken in user mode has no kernel stack: not asked for */
 	if (kernel_stacks && !ctx_user_mode(regs))
-		key->kstack = idx ? bpf_get_stackid(ctx, &kstacks1, 0) : bpf_get_stackid(ctx, &kstacks0, 0);
+		kernel_frames(ctx, s);
+	user_regs_of(s, regs);
+	if (!walk_current(s, p, tgid, tid, idx, 0, s->hash, key))
+		return false;
 	if (!count_stack(p, key, idx, weight))
 		return false;
 	if (timeline)

@@ -24,7 +24,6 @@
 #define PYPERF_COUNTS_ENTRIES 32768
 #define PYPERF_COMM_LEN 16
 #define PYPERF_KSTACK_DEPTH 127  /* kernel frames kept (PERF_MAX_STACK_DEPTH) */
-#define PYPERF_KSTACK_ENTRIES 8192
 #define PYPERF_NO_OFFSET 0xffff  /* field absent in this version */
 #define PYPERF_FRAME_READ_MAX 128 /* bytes of a frame read at once */
 #define PYPERF_WINDOW 4096        /* bytes of a 3.11+ frame stack read at once */
@@ -401,8 +400,9 @@ struct stack_key {
 	__u32 pid;                   /* tgid */
 	__u32 tid;
 	__u32 gen;                   /* proc_info.gen when sampled */
-	__s32 kstack;                /* id in kstacks[parity], or < 0: none */
-	__u64 hash;                  /* of pid, nframes, flags and frames */
+	__u32 pad;                   /* 0 */
+	__u64 hash;                  /* of pid, nframes, flags and frames (Python,
+				      * native and kernel ones) */
 };
 
 /* `leaks`: a sampled allocation not freed yet, key: the process and the
@@ -527,7 +527,8 @@ struct ev_stack {
 	__u32 gen;
 	__u32 flags;
 	__u32 nnative;
-	__u32 nkernel;               /* kernel frames of an off-CPU stack (STACK_OFFCPU) */
+	__u32 nkernel;               /* kernel frames (a sample taken in the kernel, or
+				      * an off-CPU stack: STACK_OFFCPU) */
 	/* --async: the asyncio task the thread was running (its TaskObj, and
 	 * the task's name object, for identity), 0: none; anchor: frames[0..
 	 * anchor) are the task's coroutine frames and what they called, the
@@ -542,8 +543,8 @@ struct ev_stack {
 	 * stretch of a function share a key) */
 	__u64 native[PYPERF_MAX_NATIVE];
 	struct py_frame frames[PYPERF_MAX_FRAMES]; /* leaf first */
-	/* an off-CPU stack's kernel frames, leaf first: part of its identity
-	 * (on-CPU samples keep theirs in the kstacks maps, per sample) */
+	/* kernel frames, leaf first: part of the stack's identity (its hash),
+	 * so a stack is announced once with them and counted without */
 	__u64 kernel[PYPERF_KSTACK_DEPTH];
 };
 

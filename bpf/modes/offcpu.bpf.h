@@ -22,21 +22,6 @@ struct {
 } offcpu_slots SEC(".maps");
 
 
-/* the kernel frames of an off-CPU stack folded into its hash (s->hash) */
-static long kernel_hash_step(__u32 i, struct walk_ctx *c)
-{
-	struct scratch *s = c->s;
-
-	if (i >= s->ev.nkernel)
-		return 1;
-	/* the mask only shows the verifier a bound (the scratch value goes on
-	 * after the array): PYPERF_KSTACK_DEPTH, 127, is no power of two, and
-	 * nkernel is at most 127 (bpf_get_stack filled at most the array) */
-	s->hash = mix(s->hash, s->ev.kernel[i & 127]);
-	return 0;
-}
-WALK_CHUNKS(kernel_hash_step, 32, 0)
-
 /* the slots thread `id` (tgid << 32 | tid) may live in */
 static __always_inline __u32 slot_first(__u32 tid)
 {
@@ -161,11 +146,9 @@ static __always_inline void block_starts(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, idx = active & 1, cpu;
 	struct offcpu_thread *t;
-	struct walk_ctx c = { .tgid = tgid };
 	struct proc_info *p;
 	struct scratch *s;
 	__u64 rate, k, now, span;
-	long nk;
 
 	if (!tgid)
 		return; /* an idle task */
@@ -229,13 +212,9 @@ static __always_inline void block_starts(void *ctx)
 		return;
 	stat_inc(STAT_OFFCPU_WALKS);
 	s->ev.nkernel = 0;
-	c.s = s;
 	s->hash = 0;
-	if (kernel_stacks) {
-		nk = bpf_get_stack(ctx, s->ev.kernel, sizeof(s->ev.kernel), 0);
-		s->ev.nkernel = nk > 0 ? (__u32)((__u64)nk >> 3) : 0;
-		WALK_LOOP(kernel_hash_step, 32, PYPERF_KSTACK_DEPTH, &c);
-	}
+	if (kernel_stacks)
+		kernel_frames(ctx, s);
 	user_regs_of(s, NULL);
 	if (!walk_current(s, p, tgid, tid, idx, STACK_OFFCPU, s->hash, &t->key))
 		return;

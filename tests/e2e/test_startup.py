@@ -141,9 +141,11 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
         sizes[name] = {m["name"]: m for m in s["maps"]}
         sizes[name]["total"] = s["maps_memlock"]
     po, merged = sizes["python-only"], sizes["merged"]
-    # no kernel stacks, no kernel stack maps
-    assert po["kstacks0"]["max_entries"] == 1 and po["kstacks1"]["max_entries"] == 1, po["kstacks0"]
-    assert merged["kstacks0"]["max_entries"] == 2048, merged["kstacks0"]
+    # no stack trace maps in either: a sample's kernel frames travel with
+    # its stack, announced once (two such maps were 4 MiB of a merged run,
+    # filled at every start)
+    for m in (po, merged):
+        assert not [n for n in m if n.startswith("kstacks")], sorted(m)
     # a command's tree, not a host: 4096 processes and threads, 8192
     # stacks between drains (sooner when half full), 4096 code objects and
     # 2048 Python parts of new stacks
@@ -160,16 +162,16 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
     assert merged["events"]["max_entries"] == ring, (merged["events"], possible_cpus())
     # what the kernel holds besides what grows with the CPUs (the ring
     # buffer, the per-CPU scratch): for a --python-only run 7.2 MiB here
-    # (the host-wide sizes were 44), for a merged one 11.4 MiB (29 before
-    # the targeted sizes); 0.75 MiB of each is `announced`, the stacks
-    # announced to the loader already (a stack is announced once, not at
-    # each drain: issue 40)
+    # (the host-wide sizes were 44), for a merged one 7.3 MiB (11.4 with
+    # the stack trace maps, 29 before the targeted sizes); 0.75 MiB of
+    # each is `announced`, the stacks announced to the loader already (a
+    # stack is announced once, not at each drain: issue 40)
     assert po["announced"]["max_entries"] == 8192, po["announced"]
     def fixed(m):
         return sum(v["memlock"] for n, v in m.items()
                    if n not in ("total", "events", "scratch_map"))
     assert fixed(po) < 8 << 20, sorted((m["memlock"], n) for n, m in po.items() if n != "total")
-    assert fixed(merged) < 12 << 20, sorted((m["memlock"], n) for n, m in merged.items()
+    assert fixed(merged) < 8 << 20, sorted((m["memlock"], n) for n, m in merged.items()
                                             if n != "total")
 
 

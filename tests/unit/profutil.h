@@ -6,8 +6,8 @@
 #include <stdarg.h>
 
 /* Insert a stack of n frames (leaf first, each a struct func * and a
- * uint32_t instruction offset) of process pid, image 1, and count it for
- * thread tid with kernel frames kips[0..nk). */
+ * uint32_t instruction offset) and kernel frames kips[0..nk) of process
+ * pid, image 1, and count it for thread tid. */
 static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uint32_t tid,
 			     uint32_t flags, uint64_t count, const uint64_t *kips, unsigned nk,
 			     uint32_t n, ...)
@@ -23,8 +23,8 @@ static inline void add_stack(struct profile *p, uint32_t pid, uint64_t hash, uin
 		frames[i].instr = va_arg(ap, uint32_t);
 	}
 	va_end(ap);
-	assert_int_equal(profile_insert_stack(p, &ref, flags, frames, n, NULL, 0, NULL, 0), 0);
-	profile_add_count(p, &ref, tid, count, kips, nk);
+	assert_int_equal(profile_insert_stack(p, &ref, flags, frames, n, kips, nk, NULL, 0), 0);
+	profile_add_count(p, &ref, tid, count);
 }
 
 #endif

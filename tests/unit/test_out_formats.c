@@ -30,7 +30,7 @@ static void build(struct profile *p)
 
 	profile_init(p);
 	assert_int_equal(profile_insert_stack(p, &ref, 0, fr, 3, NULL, 0, NULL, 0), 0);
-	profile_add_count(p, &ref, 9, 3, NULL, 0);
+	profile_add_count(p, &ref, 9, 3);
 }
 
 static char *render(const struct profile *p, int fmt, size_t *len)

@@ -168,7 +168,7 @@ static void unknown_stack_counts_are_unattributed(void **state)
 	struct stack_ref ref = { .pid = PID, .gen = 1, .hash = 99 };
 
 	profile_init(&p);
-	profile_add_count(&p, &ref, 1, 4, NULL, 0);
+	profile_add_count(&p, &ref, 1, 4);
 	assert_int_equal(p.unattributed, 4);
 	assert_int_equal(p.total, 0);
 	profile_free(&p);
@@ -186,15 +186,15 @@ static void reannounced_key_with_new_code_gets_new_stack(void **state)
 
 	profile_init(&p);
 	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr1, 1, NULL, 0, raw1, sizeof(raw1)), 0);
-	profile_add_count(&p, &ref, 1, 2, NULL, 0);
+	profile_add_count(&p, &ref, 1, 2);
 	/* same frames again: nothing changes */
 	assert_true(profile_has_stack(&p, &ref, 0, raw1, sizeof(raw1)));
 	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, NULL, 0, raw1, sizeof(raw1)), 0);
-	profile_add_count(&p, &ref, 1, 1, NULL, 0);
+	profile_add_count(&p, &ref, 1, 1);
 	/* other check: the key now means the new stack */
 	assert_false(profile_has_stack(&p, &ref, 0, raw2, sizeof(raw2)));
 	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr2, 1, NULL, 0, raw2, sizeof(raw2)), 0);
-	profile_add_count(&p, &ref, 1, 4, NULL, 0);
+	profile_add_count(&p, &ref, 1, 4);
 	out = render(&p, FMT_FOLDED, false, false, false);
 	assert_string_equal(out, "leaf (/w/app.py) 3\nother (/w/lib.py) 4\n");
 	free(out);

@@ -39,8 +39,8 @@ static void counts_sum_per_stack_thread_and_kernel_stack(void **state)
 	add_stack(&p, 10, 1, 100, 0, 3, NULL, 0, 1, &f_a, 0u);
 	add_stack(&p, 10, 1, 100, 0, 2, NULL, 0, 1, &f_a, 0u);     /* same: summed */
 	add_stack(&p, 10, 1, 101, 0, 5, NULL, 0, 1, &f_a, 0u);     /* other thread */
-	add_stack(&p, 10, 1, 100, 0, 7, k1, 2, 1, &f_a, 0u);       /* in the kernel */
-	add_stack(&p, 10, 1, 100, 0, 1, k1_again, 2, 1, &f_a, 0u); /* same kernel stack */
+	add_stack(&p, 10, 3, 100, 0, 7, k1, 2, 1, &f_a, 0u);       /* in the kernel */
+	add_stack(&p, 10, 3, 100, 0, 1, k1_again, 2, 1, &f_a, 0u); /* same kernel stack */
 	add_stack(&p, 10, 2, 100, 0, 4, NULL, 0, 1, &f_b, 0u);
 	add_stack(&p, 11, 2, 200, 0, 6, NULL, 0, 1, &f_b, 0u);     /* another process */
 	v = profile_samples(&p, &n);
@@ -98,7 +98,7 @@ static void kernel_frames_are_named_after_the_fact(void **state)
 	(void)state;
 	profile_init(&p);
 	add_stack(&p, 10, 1, 1, 0, 1, k1, 2, 1, &f_a, 0u);
-	add_stack(&p, 10, 1, 1, 0, 1, k2, 3, 1, &f_a, 0u);
+	add_stack(&p, 10, 2, 1, 0, 1, k2, 3, 1, &f_a, 0u);
 	addrs = profile_unnamed_kernel(&p, &n);
 	assert_int_equal(n, 4); /* distinct, sorted */
 	assert_int_equal(addrs[0], 0x10);
@@ -140,12 +140,12 @@ static void intervals_keep_stacks_and_forget_gone_processes(void **state)
 	assert_int_equal(profile_forget_proc(&p, 10), -1); /* its samples point at its stacks */
 	profile_reset_counts(&p);
 	assert_int_equal(p.total, 0);
-	profile_add_count(&p, &ref, 100, 2, NULL, 0); /* announced in an earlier interval */
+	profile_add_count(&p, &ref, 100, 2); /* announced in an earlier interval */
 	assert_int_equal(p.total, 2);
 	profile_reset_counts(&p);
 	assert_int_equal(profile_forget_proc(&p, 10), 0);
 	assert_int_equal(profile_forget_proc(&p, 10), -1); /* unknown now */
-	profile_add_count(&p, &ref, 100, 2, NULL, 0);
+	profile_add_count(&p, &ref, 100, 2);
 	assert_int_equal(p.unattributed, 2);
 	assert_int_equal(p.total, 0);
 	profile_free(&p);
@@ -201,8 +201,8 @@ static void offcpu_stacks_keep_their_kernel_frames(void **state)
 	(void)state;
 	profile_init(&p);
 	assert_int_equal(profile_insert_stack(&p, &ref, STACK_OFFCPU, fr, 1, kips, 5, NULL, 0), 0);
-	profile_add_count(&p, &ref, 100, 1000, NULL, 0);
-	profile_add_count(&p, &ref, 100, 500, NULL, 0);
+	profile_add_count(&p, &ref, 100, 1000);
+	profile_add_count(&p, &ref, 100, 500);
 	assert_int_equal(name_kernel(&p, 5, "bpf_prog_6d3f_on_switch", "bpf_trace_run4",
 				     "__schedule", "schedule", "do_nanosleep"), 5);
 	v = profile_samples(&p, &n);
@@ -228,10 +228,10 @@ static void leaks_move_counts_to_heap_and_count_again(void **state)
 	(void)state;
 	profile_init(&p);
 	assert_int_equal(profile_insert_stack(&p, &ref, 0, fr, 1, NULL, 0, NULL, 0), 0);
-	profile_add_count(&p, &ref, 100, 4096, NULL, 0);
+	profile_add_count(&p, &ref, 100, 4096);
 	profile_counts_to_heap(&p, PROFILE_HEAP_ALLOC_BYTES);
 	assert_int_equal(p.total, 0);
-	profile_add_count(&p, &ref, 100, 1024, NULL, 0);
+	profile_add_count(&p, &ref, 100, 1024);
 	profile_add_heap(&p, &ref, 100, PROFILE_HEAP_OLDEST_MS, 300);
 	profile_add_heap(&p, &ref, 100, PROFILE_HEAP_OLDEST_MS, 200);
 	v = profile_samples(&p, &n);
@@ -276,13 +276,13 @@ static void idle_stacks_and_their_code_go(void **state)
 	assert_int_equal(profile_keep_func(&p, 7, f_hot, &c_hot), 0);
 	assert_int_equal(profile_insert_stack(&p, &old, 0, fr_old, 2, NULL, 0, NULL, 0), 0);
 	assert_int_equal(profile_insert_stack(&p, &hot, 0, fr_hot, 1, NULL, 0, NULL, 0), 0);
-	profile_add_count(&p, &old, 7, 1, NULL, 0);
-	profile_add_count(&p, &hot, 7, 1, NULL, 0);
+	profile_add_count(&p, &old, 7, 1);
+	profile_add_count(&p, &hot, 7, 1);
 	assert_int_equal(profile_trim(&p, 1), 0); /* samples point at stacks: not now */
 	for (int i = 0; i < 2; i++) { /* intervals 1 and 2: only `hot` runs */
 		profile_reset_counts(&p);
 		assert_int_equal(profile_trim(&p, 2), 0);
-		profile_add_count(&p, &hot, 7, 1, NULL, 0);
+		profile_add_count(&p, &hot, 7, 1);
 	}
 	profile_reset_counts(&p);
 	assert_int_equal(profile_trim(&p, 2), 1); /* interval 3: `old` idle for 3 */
@@ -307,7 +307,7 @@ static void idle_stacks_and_their_code_go(void **state)
 	fr_old[0].fn = f_old;
 	assert_int_equal(profile_keep_func(&p, 7, f_old, &c_old), 0);
 	assert_int_equal(profile_insert_stack(&p, &old, 0, fr_old, 2, NULL, 0, NULL, 0), 0);
-	profile_add_count(&p, &old, 7, 5, NULL, 0);
+	profile_add_count(&p, &old, 7, 5);
 	assert_int_equal(p.total, 5);
 	profile_free(&p);
 }

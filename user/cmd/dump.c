@@ -328,7 +328,7 @@ static void walk_thread(struct dumper *d, struct dthread *t, const uint64_t *tst
 		fclose(f);
 	}
 	if (naming_add_stack(&d->names, &d->prof, &raw) == 0)
-		profile_add_count(&d->prof, &ref, (uint32_t)t->tid, 1, NULL, 0);
+		profile_add_count(&d->prof, &ref, (uint32_t)t->tid, 1);
 	if (tstate) { /* its threading.Thread's name; the main thread has none */
 		char *name = pyobj_thread_name(d->o->pid, &d->py.off, tstate);
 

@@ -364,28 +364,22 @@ void profile_set_kernel_names(struct profile *p, const uint64_t *addrs, char **n
 	}
 }
 
-/* ref's sample of thread tid with kernel stack kips, made if new; NULL
- * when ref was never announced or out of memory */
-static struct psample *sample_of(struct profile *p, const struct stack_ref *ref, uint32_t tid,
-				 const uint64_t *kips, unsigned nk)
+/* ref's sample of thread tid, made if new; NULL when ref was never
+ * announced or out of memory */
+static struct psample *sample_of(struct profile *p, const struct stack_ref *ref, uint32_t tid)
 {
 	struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
 	struct pstack *st = find_stack(pp, ref);
 	struct sample_key sk;
 	struct psample *s;
-	bool offcpu = false;
 
 	if (!st)
 		return NULL;
 	st->used = p->interval;
-	if (!nk && st->nkernel) {
-		kips = st->kernel;
-		nk = st->nkernel;
-		offcpu = true;
-	}
 	memset(&sk, 0, sizeof(sk));
 	sk.stack = st;
-	sk.kstack = intern_kstack(p, kips, nk, offcpu);
+	/* its kernel frames are the stack's own (part of its identity) */
+	sk.kstack = intern_kstack(p, st->kernel, st->nkernel, st->flags & STACK_OFFCPU);
 	sk.tid = tid;
 	s = hmap_get(&p->samples, &sk, sizeof(sk));
 	if (!s) {
@@ -402,9 +396,9 @@ static struct psample *sample_of(struct profile *p, const struct stack_ref *ref,
 }
 
 void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
-		       uint64_t count, const uint64_t *kips, unsigned nk)
+		       uint64_t count)
 {
-	struct psample *s = sample_of(p, ref, tid, kips, nk);
+	struct psample *s = sample_of(p, ref, tid);
 	struct pproc *pp = hmap_get(&p->procs, &ref->pid, sizeof(ref->pid));
 
 	if (!s || !pp) {
@@ -432,7 +426,7 @@ void profile_counts_to_heap(struct profile *p, int i)
 void profile_add_heap(struct profile *p, const struct stack_ref *ref, uint32_t tid, int i,
 		      uint64_t v)
 {
-	struct psample *s = sample_of(p, ref, tid, NULL, 0);
+	struct psample *s = sample_of(p, ref, tid);
 
 	if (!s || i < 0 || i >= PROFILE_HEAP_N)
 		return;

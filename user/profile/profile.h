@@ -156,8 +156,6 @@ const struct pstack *profile_find_stack(const struct profile *p, const struct st
 /* Is ref known with this flags and ident already? */
 bool profile_has_stack(const struct profile *p, const struct stack_ref *ref, uint32_t flags,
 		       const void *ident, size_t nident);
-/* Add count samples (or nanoseconds) of thread tid in stack ref, taken with
- * kernel stack kips[0..nk) (leaf first; nk 0: none, or the stack's own). */
 /* `leaks`: every sample's count moves to heap[i]; counts and totals start
  * again from zero (the stacks stay) */
 void profile_counts_to_heap(struct profile *p, int i);
@@ -165,8 +163,10 @@ void profile_counts_to_heap(struct profile *p, int i);
  * PROFILE_HEAP_OLDEST_MS keeps the largest v instead */
 void profile_add_heap(struct profile *p, const struct stack_ref *ref, uint32_t tid, int i,
 		      uint64_t v);
+/* Add count samples (or nanoseconds) of thread tid in stack ref (its
+ * kernel frames, if any, are the stack's: profile_insert_stack). */
 void profile_add_count(struct profile *p, const struct stack_ref *ref, uint32_t tid,
-		       uint64_t count, const uint64_t *kips, unsigned nk);
+		       uint64_t count);
 
 /* The kernel addresses of the profile's samples that have no name yet,
  * sorted (caller frees; NULL and *n 0 for none or no memory). */

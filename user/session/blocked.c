@@ -173,7 +173,7 @@ int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, str
 				t->mine_ids[t->nmine++] = ids[j];
 			}
 		keys[i] = (struct stack_key){ .pid = (uint32_t)py->pid, .tid = t->tid, .gen = gen,
-					      .kstack = -1, .hash = BLOCKED_TAG ^ (++b->seq << 8) };
+					      .hash = BLOCKED_TAG ^ (++b->seq << 8) };
 		t->taken = !(b->gil_only && !(t->nmine && pywalk_holds_gil(py, t->mine[0]))) &&
 			   sampler_block_in_flight(s, &keys[i], since) == 0;
 	}

@@ -440,14 +440,13 @@ static int dispatch(void *ctx, void *data, size_t size)
 
 /* the processes and threads a run with targets (a command, -p) tracks;
  * the distinct stacks each counts map holds (drained sooner when half full:
- * sampler_counts_filling), the code objects, Python parts and kernel
- * stacks of new stacks kept */
+ * sampler_counts_filling), the code objects and Python parts of new
+ * stacks kept */
 #define TARGETED_PROCS 4096
 #define TARGETED_THREADS 4096
 #define TARGETED_COUNTS 8192
 #define TARGETED_CODE_IDS 4096
 #define TARGETED_PY_PARTS 2048
-#define TARGETED_KSTACKS 2048
 
 /* the ring buffer's bytes (a power of 2): per CPU, at least, at most */
 #define RINGBUF_PER_CPU (512u << 10)
@@ -648,12 +647,6 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.announced, TARGETED_COUNTS);
 		bpf_map__set_max_entries(s->skel->maps.code_ids, TARGETED_CODE_IDS);
 		bpf_map__set_max_entries(s->skel->maps.py_seen, TARGETED_PY_PARTS);
-		bpf_map__set_max_entries(s->skel->maps.kstacks0, TARGETED_KSTACKS);
-		bpf_map__set_max_entries(s->skel->maps.kstacks1, TARGETED_KSTACKS);
-	}
-	if (!o->kernel_stacks) { /* 8 MiB each, filled at load: none */
-		bpf_map__set_max_entries(s->skel->maps.kstacks0, 1);
-		bpf_map__set_max_entries(s->skel->maps.kstacks1, 1);
 	}
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
@@ -1240,32 +1233,10 @@ int sampler_poll(struct sampler *s, int timeout_ms, struct pollfd *more, size_t 
 	return n == -EINTR ? 0 : n;
 }
 
-static unsigned kernel_stack(int kfd, __s32 id, uint64_t *ips)
-{
-	unsigned n = 0;
-
-	if (id < 0 || bpf_map_lookup_elem(kfd, &id, ips))
-		return 0;
-	while (n < PYPERF_KSTACK_DEPTH && ips[n])
-		n++;
-	return n;
-}
-
-/* empty a stack trace map (its ids are only valid with their counts map) */
-static void clear_kstacks(int kfd)
-{
-	__u32 key;
-
-	while (!bpf_map_get_next_key(kfd, NULL, &key))
-		if (bpf_map_delete_elem(kfd, &key))
-			break;
-}
-
-static int drain_map(int fd, int kfd, sampler_count_fn fn, void *ctx)
+static int drain_map(int fd, sampler_count_fn fn, void *ctx)
 {
 	static struct stack_key keys[DRAIN_BATCH];
 	static uint64_t vals[DRAIN_BATCH];
-	static uint64_t ips[PYPERF_KSTACK_DEPTH];
 	uint64_t in = 0, outb = 0;
 	void *inp = NULL;
 	int e;
@@ -1276,18 +1247,12 @@ static int drain_map(int fd, int kfd, sampler_count_fn fn, void *ctx)
 		e = bpf_map_lookup_and_delete_batch(fd, inp, &outb, keys, vals, &count, NULL);
 		if (e && errno != ENOENT)
 			return -errno;
-		for (__u32 i = 0; i < count; i++) {
-			unsigned nk;
-
-			if (!vals[i])
-				continue; /* an off-CPU block announced, not ended yet */
-			nk = kernel_stack(kfd, keys[i].kstack, ips);
-			fn(ctx, &keys[i], vals[i], ips, nk);
-		}
+		for (__u32 i = 0; i < count; i++)
+			if (vals[i]) /* 0: an off-CPU block announced, not ended yet */
+				fn(ctx, &keys[i], vals[i]);
 		in = outb;
 		inp = &in;
 	} while (!e);
-	clear_kstacks(kfd);
 	return 0;
 }
 
@@ -1395,7 +1360,7 @@ static int sampler_flush_blocks(struct sampler *s, sampler_count_fn fn, void *ct
 		if (!__atomic_compare_exchange_n(&t->out_ns, &out, now, false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE))
 			continue; /* it ran meanwhile: the sampler counted it */
-		fn(ctx, &key, (now - out) * every, NULL, 0);
+		fn(ctx, &key, (now - out) * every);
 		if (s->ev.sample && s->skel->rodata->timeline) {
 			struct ev_sample piece = {
 				.kind = EV_SAMPLE, .pid = key.pid, .tid = key.tid, .gen = key.gen,
@@ -1415,7 +1380,6 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 {
 	__u32 idle = s->skel->bss->active & 1;
 	int fds[2] = { bpf_map__fd(s->skel->maps.counts0), bpf_map__fd(s->skel->maps.counts1) };
-	int kfds[2] = { bpf_map__fd(s->skel->maps.kstacks0), bpf_map__fd(s->skel->maps.kstacks1) };
 	struct timespec settle = { 0, 2 * 1000 * 1000 };
 	int rc;
 
@@ -1424,7 +1388,7 @@ int sampler_drain(struct sampler *s, sampler_count_fn fn, void *ctx)
 	ring_buffer__consume(s->rb);
 	if (s->slots)
 		sampler_flush_blocks(s, fn, ctx);
-	rc = drain_map(fds[idle], kfds[idle], fn, ctx);
+	rc = drain_map(fds[idle], fn, ctx);
 	/* empty again */
 	__atomic_store_n(&s->skel->bss->map_fill[idle], 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->skel->bss->map_full[idle], 0, __ATOMIC_SEQ_CST);

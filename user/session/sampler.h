@@ -67,9 +67,8 @@ struct sampler_events {
 	void (*sample)(void *ctx, const struct ev_sample *e);
 	void *ctx;
 };
-/* A drained count; kips (leaf first, nk of them) is its kernel stack, if any. */
-typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count,
-				 const uint64_t *kips, unsigned nk);
+/* A drained count (of a stack announced before it, kernel frames and all) */
+typedef void (*sampler_count_fn)(void *ctx, const struct stack_key *k, uint64_t count);
 
 /* --mode wall|offcpu: about how many blocks off the CPU a thread has walked
  * per second at most (blocks beyond are walked with a probability and

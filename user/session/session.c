@@ -332,7 +332,7 @@ static void async_waits_of(struct session *r, struct async_try *at, uint64_t now
 			    0x100000001b3ULL;
 		rs.hash = ref.hash = h;
 		if (naming_add_stack(&r->names, &r->prof, &rs) == 0)
-			profile_add_count(&r->prof, &ref, (uint32_t)pid, weight, NULL, 0);
+			profile_add_count(&r->prof, &ref, (uint32_t)pid, weight);
 	}
 	spent = clock_mono_ns() - now;
 	at->waits_next_ns = now + (spent * ASYNC_WAITS_SHARE > ASYNC_WAITS_NS ?
@@ -789,12 +789,11 @@ static void on_maps(void *ctx, int pid, uint64_t pc)
 		sampler_stray_pc(r->s, pid, pc, clock_mono_ns() + native_stray_backoff_ns(&r->nat, pid, pc));
 }
 
-static void on_count(void *ctx, const struct stack_key *k, uint64_t count, const uint64_t *kips,
-		     unsigned nk)
+static void on_count(void *ctx, const struct stack_key *k, uint64_t count)
 {
 	struct stack_ref ref = { .pid = k->pid, .gen = k->gen, .hash = k->hash };
 
-	profile_add_count(&((struct session *)ctx)->prof, &ref, k->tid, count, kips, nk);
+	profile_add_count(&((struct session *)ctx)->prof, &ref, k->tid, count);
 }
 
 /* ---- leaks: the allocations still live at the end ---- */
@@ -813,7 +812,7 @@ static void on_live(void *ctx, const struct live_key *k, const struct live_alloc
 	(void)k;
 	if (age < v->min_age_ns || !a->size)
 		return;
-	profile_add_count(&v->r->prof, &ref, a->key.tid, a->weight, NULL, 0);
+	profile_add_count(&v->r->prof, &ref, a->key.tid, a->weight);
 	profile_add_heap(&v->r->prof, &ref, a->key.tid, PROFILE_HEAP_INUSE_OBJECTS,
 			 (a->weight + a->size / 2) / a->size);
 	profile_add_heap(&v->r->prof, &ref, a->key.tid, PROFILE_HEAP_OLDEST_MS, age / 1000000);
