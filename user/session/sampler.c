@@ -621,10 +621,12 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	}
 	/* before 6.1 a perf_event program may use only preallocated hash
 	 * maps (the compat object's kernels, and 5.17-6.0 with bpf_loop):
-	 * native_procs is preallocated there, and smaller (16 KiB a process) */
+	 * native_procs is preallocated there, and smaller (16 KiB a process),
+	 * and so are procs and targets */
 	runtime_alloc = sampler_runtime_alloc_ok(); /* asked in compat too: -v says */
 	if (compat || !runtime_alloc) {
 		struct bpf_map *m = s->skel->maps.native_procs;
+		struct bpf_map *small[] = { s->skel->maps.procs, s->skel->maps.targets };
 
 		if (o->verbose && !runtime_alloc)
 			fprintf(stderr, "pyperf-bpf: this kernel lets perf_event programs use only "
@@ -632,6 +634,9 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 				"for %d processes\n", COMPAT_NATIVE_PROCS);
 		bpf_map__set_map_flags(m, bpf_map__map_flags(m) & ~BPF_F_NO_PREALLOC);
 		bpf_map__set_max_entries(m, COMPAT_NATIVE_PROCS);
+		for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+			bpf_map__set_map_flags(small[i],
+					       bpf_map__map_flags(small[i]) & ~BPF_F_NO_PREALLOC);
 	}
 	if (o->filter_targets) {
 		/* One command's tree or the -p processes, not a host: smaller
