@@ -169,9 +169,10 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
         ring &= ring - 1
     assert merged["events"]["max_entries"] == ring, (merged["events"], possible_cpus())
     # what the kernel holds besides what grows with the CPUs (the ring
-    # buffer, the per-CPU scratch): for a --python-only run 7.2 MiB here
-    # (the host-wide sizes were 44), for a merged one 7.3 MiB (11.4 with
-    # the stack trace maps, 29 before the targeted sizes); 0.75 MiB of
+    # buffer, the per-CPU scratch): for a --python-only run 6.2 MiB here
+    # (the host-wide sizes were 44), for a merged one 6.3 MiB (11.4 with
+    # the stack trace maps and procs preallocated, 29 before the targeted
+    # sizes); 0.75 MiB of
     # each is `announced`, the stacks announced to the loader already (a
     # stack is announced once, not at each drain: issue 40)
     assert po["announced"]["max_entries"] == 8192, po["announced"]
