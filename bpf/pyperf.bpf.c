@@ -919,20 +919,24 @@ static long kernel_hash_step(__u32 i, struct walk_ctx *c)
 }
 WALK_CHUNKS(kernel_hash_step, 32, 0)
 
-/* The current task's kernel stack into s->ev.kernel (leaf first), folded
- * into s->hash from 0.  It is part of the stack: hashed into its key and
- * announced with it, once (count_stack).  A stack trace map per counts
- * map (bpf_get_stackid) cost a megabyte a thousand stacks, filled at
- * every start, and a lookup per key per drain; and the helper took ~25 us
- * a kernel sample here against this one's ~15 (the kernel's unwinder is
- * most of both). */
-static __always_inline void kernel_frames(void *ctx, struct scratch *s)
+/* The current task's kernel stack, when take, into s->ev.kernel (leaf
+ * first) and folded into s->hash; else none (0 frames, hash 0).  It is
+ * part of the stack: hashed into its key and announced with it, once
+ * (count_stack).  A stack trace map per counts map (bpf_get_stackid) cost
+ * a megabyte a thousand stacks, filled at every start, and a lookup per
+ * key per drain; and that helper took ~25 us a kernel sample here against
+ * this one's ~15. */
+static __always_inline void kernel_frames(void *ctx, struct scratch *s, bool take)
 {
 	struct walk_ctx c = { .s = s };
-	long nk = bpf_get_stack(ctx, s->ev.kernel, sizeof(s->ev.kernel), 0);
+	long nk;
 
-	s->ev.nkernel = nk > 0 ? (__u32)((__u64)nk >> 3) : 0;
+	s->ev.nkernel = 0;
 	s->hash = 0;
+	if (!take)
+		return;
+	nk = bpf_get_stack(ctx, s->ev.kernel, sizeof(s->ev.kernel), 0);
+	s->ev.nkernel = nk > 0 ? (__u32)((__u64)nk >> 3) : 0;
 	WALK_LOOP(kernel_hash_step, 32, PYPERF_KSTACK_DEPTH, &c);
 }
 
@@ -962,11 +966,8 @@ static __always_inline bool sample_current(void *ctx, const struct ctx_regs *reg
 		return false;
 	sstat(s, STAT_SAMPLES, 1);
 	key = &s->key; /* in the scratch map, not on the stack (struct scratch) */
-	s->ev.nkernel = 0;
-	s->hash = 0;
 	/* a sample taken in user mode has no kernel stack: not asked for */
-	if (kernel_stacks && !ctx_user_mode(regs))
-		kernel_frames(ctx, s);
+	kernel_frames(ctx, s, kernel_stacks && !ctx_user_mode(regs));
 	user_regs_of(s, regs);
 	if (!walk_current(s, p, tgid, tid, idx, 0, s->hash, key))
 		return false;

@@ -211,10 +211,7 @@ static __always_inline void block_starts(void *ctx)
 	if (!p || !s)
 		return;
 	stat_inc(STAT_OFFCPU_WALKS);
-	s->ev.nkernel = 0;
-	s->hash = 0;
-	if (kernel_stacks)
-		kernel_frames(ctx, s);
+	kernel_frames(ctx, s, kernel_stacks);
 	user_regs_of(s, NULL);
 	if (!walk_current(s, p, tgid, tid, idx, STACK_OFFCPU, s->hash, &t->key))
 		return;
