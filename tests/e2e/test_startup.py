@@ -385,3 +385,21 @@ def test_the_loop_sleeps_until_its_next_task_is_due(tmp_path):
     finally:
         target.kill()
         target.wait()
+
+
+def test_an_idle_loader_reads_nothing_of_a_deep_main_thread(tmp_path):
+    """Once a second the loader looks each thread's Python name up again (a
+    thread renamed).  A thread whose bottom frame is not threading's
+    (the main thread: <module>) has none to find, and it was walked to the
+    bottom all the same, every second: three reads a frame, ~2,700 a
+    second at this depth, most of a 100 Hz run's loop.  Now it is walked
+    twice and then named MainThread for good."""
+    stats = tmp_path / "stats.json"
+    stacks, _, _ = record_workload(one_python(), tmp_path, "deep.py", "300", "6", hz=99,
+                                   extra=["--python-only", "--threads", "--stats-json", str(stats)])
+    s = json.loads(stats.read_text())
+    assert s["after_warmup_s"] > 2, s
+    assert s["loader_reads"] > 0, s  # it did read the target while warming up
+    assert s["loader_reads_after_warmup"] < 100, s
+    roots = {frames[0] for frames, _ in stacks}
+    assert len(roots) == 1 and next(iter(roots)).endswith(" MainThread"), roots

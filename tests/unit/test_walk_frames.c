@@ -289,6 +289,7 @@ static void a_thread_object_is_found_at_the_bottom_not_in_a_loop(void **state)
 	const char *text[4] = { "work", "_bootstrap_inner", "_bootstrap", "/usr/lib/threading.py" };
 	struct spec s[3];
 	uint64_t self = 0x7f0000abc000ull;
+	bool never = true;
 
 	(void)state;
 	for (int i = 0; i < 4; i++)
@@ -301,14 +302,33 @@ static void a_thread_object_is_found_at_the_bottom_not_in_a_loop(void **state)
 	}
 	ts = chain(o, s, 3, objs); /* objs[2] leaf .. objs[4] _bootstrap */
 	put64(objs[4], o->frame_localsplus, self);
-	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts), self);
-	/* the bottom links to the leaf, to the middle frame, to itself */
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts, &never), self);
+	assert_false(never);
+	/* the bottom links to the leaf, to the middle frame, to itself: no
+	 * bottom, and nothing said of later walks */
 	for (int to = 2; to <= 4; to++) {
 		put64(objs[4], o->frame_back, (uint64_t)(uintptr_t)objs[to]);
-		assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts), 0);
+		assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts, &never), 0);
+		assert_false(never);
 	}
 	put64(objs[4], o->frame_back, 0);
-	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts), self);
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts, NULL), self);
+	/* a bottom frame read whole that is not threading's (the main thread's
+	 * <module>): none, and there never will be, so the loader stops
+	 * walking to it once a second */
+	put64(code[2], o->code_name, put_str(strs[2], o, "<module>"));
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts, &never), 0);
+	assert_true(never);
+	/* _bootstrap of another file: the same */
+	put64(code[2], o->code_name, put_str(strs[2], o, "_bootstrap"));
+	put64(code[2], o->code_filename, put_str(strs[0], o, "/srv/app/boot.py"));
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts, &never), 0);
+	assert_true(never);
+	/* a name that cannot be read (a code object freed while read): none
+	 * now, but looked for again */
+	put64(code[2], o->code_name, 0);
+	assert_int_equal(pyobj_thread_object(getpid(), o, (uint64_t)(uintptr_t)ts, &never), 0);
+	assert_false(never);
 	free_all(objs, 5);
 	free_all(strs, 4);
 	free_all(code, 3);

@@ -182,6 +182,7 @@ void profile_set_thread_name(struct profile *p, int pid, uint32_t tid, const cha
 		t->py = NULL;
 		t->py_thread = 0;
 		t->py_tried_ns = 0;
+		t->py_never = 0;
 	}
 	t->pid = pid;
 	/* comm: the kernel's fixed-size name, NUL-padded, or a shorter string */

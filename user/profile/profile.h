@@ -46,6 +46,8 @@ struct pthread {
 	char *py;                    /* its threading.Thread's name, NULL: none known */
 	uint64_t py_thread;          /* that Thread object in the process, 0: not known */
 	uint64_t py_tried_ns;        /* when the Python name was last looked for */
+	uint8_t py_never;            /* walks in a row that found a bottom frame not
+				      * threading's: 2, none is looked for again */
 };
 
 struct pstack {

@@ -795,12 +795,15 @@ int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t c
 
 /* ---- thread names ---- */
 
-uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate)
+uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate, bool *never)
 {
 	uint64_t frame = rd(pid, tstate + o->tstate_frame), bottom = 0, code = 0, mark;
 	unsigned since_mark = 0, mark_every = 1;
 	char *s;
+	bool boot;
 
+	if (never)
+		*never = false;
 	if (!known(o))
 		return 0;
 	if (frame && o->cframe_current_frame != PYPERF_NO_OFFSET)
@@ -834,14 +837,24 @@ uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstat
 	}
 	/* a chain that did not end (a loop the check missed as the frames
 	 * changed, or deeper than MAX_FRAMES) has no bottom known */
-	if (frame || !bottom || !str_is(pid, o, rd(pid, code + o->code_name), "_bootstrap"))
+	if (frame || !bottom)
+		return 0;
+	/* names read that are not threading's _bootstrap: never; a name that
+	 * cannot be read (a code object freed meanwhile): looked for again */
+	s = pyread_str(pid, rd(pid, code + o->code_name), o);
+	boot = s && !strcmp(s, "_bootstrap");
+	if (s && !boot && never)
+		*never = true;
+	free(s);
+	if (!boot)
 		return 0;
 	s = pyread_str(pid, rd(pid, code + o->code_filename), o);
-	if (!s || strlen(s) < 12 || strcmp(s + strlen(s) - 12, "threading.py")) {
-		free(s);
-		return 0;
-	}
+	boot = s && strlen(s) >= 12 && !strcmp(s + strlen(s) - 12, "threading.py");
+	if (s && !boot && never)
+		*never = true;
 	free(s);
+	if (!boot)
+		return 0;
 	return rd(pid, bottom + o->frame_localsplus) & ~(uint64_t)o->code_tag_bits;
 }
 
@@ -854,5 +867,5 @@ char *pyobj_thread_object_name(int pid, const struct py_offsets *o, uint64_t thr
 
 char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate)
 {
-	return pyobj_thread_object_name(pid, o, pyobj_thread_object(pid, o, tstate));
+	return pyobj_thread_object_name(pid, o, pyobj_thread_object(pid, o, tstate, NULL));
 }

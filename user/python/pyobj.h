@@ -58,8 +58,12 @@ int pyobj_locals(int pid, const struct py_offsets *o, uint64_t frame, uint64_t c
  * them) or it cannot be read. */
 char *pyobj_thread_name(int pid, const struct py_offsets *o, uint64_t tstate);
 /* The two steps of it: the Thread object (0: none), found by walking to the
- * thread's bottom frame; its name now (a thread renamed since), malloc'd. */
-uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate);
+ * thread's bottom frame; its name now (a thread renamed since), malloc'd.
+ * never (may be NULL): set when there is none because the bottom frame was
+ * read and is not threading's _bootstrap: a thread's bottom frame is its
+ * entry point for as long as it runs (the main thread's <module>, a C
+ * thread's callback), so it never will have one. */
+uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstate, bool *never);
 char *pyobj_thread_object_name(int pid, const struct py_offsets *o, uint64_t thread);
 
 #endif

@@ -36,11 +36,19 @@
 #define MAX_STR_LEN ((1ull << 62) / 4) /* a str's length cannot be more */
 #define ARENA_SPAN (1ull << 20)        /* pymalloc's largest arena */
 
+static uint64_t reads;
+
+uint64_t mem_read_count(void)
+{
+	return __atomic_load_n(&reads, __ATOMIC_RELAXED);
+}
+
 int mem_read(int pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
+	__atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
 	if (n < 0)
 		return -errno;
 	return (size_t)n == len ? 0 : -EFAULT;

@@ -15,6 +15,8 @@
 
 /* Copy len bytes at addr in pid; 0, or -errno. */
 int mem_read(int pid, uint64_t addr, void *buf, size_t len);
+/* how many reads mem_read made in this process, all threads (--stats-json) */
+uint64_t mem_read_count(void);
 /* The UTF-8 of str object obj (malloc'd), or NULL if it is not one; a str
  * longer than PYREAD_MAX_CHARS is cut there, ending "...[cut: N characters]". */
 #define PYREAD_MAX_CHARS 4096

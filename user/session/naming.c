@@ -605,8 +605,9 @@ void naming_python_thread(struct naming *n, struct profile *p, struct sampler *s
 	struct pthread *t = hmap_get(&p->threads, &tid, sizeof(tid));
 	uint64_t now = clock_mono_ns(), tstate;
 	char task[64], *name;
+	bool never;
 
-	if (!im || !t || t->pid != pid || (t->py && !again) ||
+	if (!im || !t || t->pid != pid || (t->py && !again) || t->py_never >= 2 ||
 	    (!again && t->py_tried_ns && now - t->py_tried_ns < PYNAME_RETRY_NS))
 		return;
 	/* a thread that ended keeps its last name: its Thread object may be
@@ -620,7 +621,12 @@ void naming_python_thread(struct naming *n, struct profile *p, struct sampler *s
 	name = t->py_thread ? pyobj_thread_object_name(pid, &im->off, t->py_thread) : NULL;
 	if (!name) {
 		tstate = sampler_thread_state(s, (uint32_t)pid, tid);
-		t->py_thread = tstate ? pyobj_thread_object(pid, &im->off, tstate) : 0;
+		/* a thread whose bottom frame is not threading's (the main
+		 * thread, a C thread's) is walked to the bottom twice, not once
+		 * a second for as long as it runs: twice, as a chain read while
+		 * it changes may end at a frame that is not its bottom */
+		t->py_thread = tstate ? pyobj_thread_object(pid, &im->off, tstate, &never) : 0;
+		t->py_never = tstate && never ? t->py_never + 1 : 0;
 		name = pyobj_thread_object_name(pid, &im->off, t->py_thread);
 	}
 	/* the main thread has no Thread._bootstrap frame: threading names it so */

@@ -135,6 +135,7 @@ struct session {
 	double first_native_ms;      /* first stack with a whole native part; -1: none */
 	double warm_cpu;             /* loader CPU when warmed up; -1: not reached */
 	double end_cpu;              /* loader CPU when sampling ended */
+	uint64_t warm_reads, end_reads; /* mem_read_count() then */
 	uint64_t wakeups;            /* the loop's turns (each a poll that returned) */
 };
 
@@ -1180,8 +1181,10 @@ static void run_loop(struct session *r, uint64_t start)
 		now = clock_mono_ns();
 		if (o->async_stacks && mode_is_time(o->mode))
 			async_waits(r, now);
-		if (r->warm_cpu < 0 && now - start >= WARMUP_NS)
+		if (r->warm_cpu < 0 && now - start >= WARMUP_NS) {
 			r->warm_cpu = clock_cpu_s(NULL);
+			r->warm_reads = mem_read_count();
+		}
 		if (now >= next_names) { /* threads renamed since */
 			naming_python_threads(&r->names, &r->prof, r->s);
 			next_names = now + THREAD_NAMES_EVERY_NS;
@@ -1307,6 +1310,9 @@ static void write_stats_json(struct session *r, double secs, double loop_cpu)
 		STAT_D("load_s", r->load_s, 3), STAT_D("first_complete_native_ms", r->first_native_ms, 1),
 		STAT_D("warmup_s", WARMUP_NS / 1e9, 1), STAT_D("loader_cpu_after_warmup_s", warm, 6),
 		STAT_U("loader_wakeups", r->wakeups),
+		/* the target's memory read by the loader (process_vm_readv) */
+		STAT_U("loader_reads", r->end_reads),
+		STAT_U("loader_reads_after_warmup", r->warm_cpu >= 0 ? r->end_reads - r->warm_reads : 0),
 		STAT_D("after_warmup_s", secs - WARMUP_NS / 1e9, 3),
 		STAT_D("loader_write_cpu_s", cpu - r->end_cpu, 6),
 		STAT_U("switch_run_cnt", scnt), STAT_U("switch_run_time_ns", sns),
@@ -1508,6 +1514,7 @@ static int session_finish(struct session *r, double loop_cpu, char *err, size_t 
 		leaks_view(r);
 	secs = end.secs = (clock_mono_ns() - r->start_ns) / 1e9;
 	r->end_cpu = clock_cpu_s(NULL);
+	r->end_reads = mem_read_count();
 	sampler_stats(r->s, end.stats);
 	update_refused(r);
 	naming_name_kernel(&r->prof, r->s);
