@@ -141,6 +141,13 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
         sizes[name] = {m["name"]: m for m in s["maps"]}
         sizes[name]["total"] = s["maps_memlock"]
     po, merged = sizes["python-only"], sizes["merged"]
+    # wall time: counts are nanoseconds of every thread, on a CPU or not,
+    # of any number of stacks a drain: the targeted size stays
+    stats = tmp_path / "wall.json"
+    record_workload(one_python(), tmp_path, "split.py", "1", str(tmp_path / "truth.json"),
+                    hz=99, extra=["--python-only", "--mode", "wall", "--stats-json", str(stats)])
+    wall = {m["name"]: m for m in json.loads(stats.read_text())["maps"]}
+    assert wall["counts0"]["max_entries"] == 8192, wall["counts0"]
     # no stack trace maps in either: a sample's kernel frames travel with
     # its stack, announced once (two such maps were 4 MiB of a merged run,
     # filled at every start)
@@ -154,13 +161,19 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
         for m in (po, merged):
             assert m["procs"]["memlock"] < 256 << 10, m["procs"]
             assert m["targets"]["memlock"] < 256 << 10, m["targets"]
-    # a command's tree, not a host: 4096 processes and threads, 8192
-    # stacks between drains (sooner when half full), 4096 code objects and
-    # 2048 Python parts of new stacks
+    # a command's tree, not a host: 4096 processes and threads, 4096 code
+    # objects and 2048 Python parts of new stacks
+    # --mode cpu: a counts map holds one drain's stacks (sooner when half
+    # full), at most its samples: twice 99 Hz on each CPU for a second, a
+    # power of 2 from 1024 to 8192, not 8192 filled at each start
+    counts = 1024
+    while counts < 2 * 99 * possible_cpus() and counts < 8192:
+        counts *= 2
     for m in (po, merged):
         assert m["procs"]["max_entries"] == m["targets"]["max_entries"] == 4096, m["procs"]
         assert m["skip"]["max_entries"] == 4096 and m["tcache"]["max_entries"] == 4096, m["tcache"]
-        assert m["counts0"]["max_entries"] == m["counts1"]["max_entries"] == 8192, m["counts0"]
+        assert m["counts0"]["max_entries"] == m["counts1"]["max_entries"] == counts, \
+            (m["counts0"], possible_cpus())
         assert m["code_ids"]["max_entries"] == 4096, m["code_ids"]
         assert m["py_seen"]["max_entries"] == 2048, m["py_seen"]
     # 512 KiB of ring per CPU, a power of 2 from 1 to 4 MiB
@@ -169,12 +182,12 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
         ring &= ring - 1
     assert merged["events"]["max_entries"] == ring, (merged["events"], possible_cpus())
     # what the kernel holds besides what grows with the CPUs (the ring
-    # buffer, the per-CPU scratch): for a --python-only run 6.2 MiB here
-    # (the host-wide sizes were 44), for a merged one 6.3 MiB (11.4 with
-    # the stack trace maps and procs preallocated, 29 before the targeted
-    # sizes); 0.75 MiB of
-    # each is `announced`, the stacks announced to the loader already (a
-    # stack is announced once, not at each drain: issue 40)
+    # buffer, the per-CPU scratch): for a --python-only run at 99 Hz 4.9
+    # MiB here (the host-wide sizes were 44), for a merged one 5.0 (6.3
+    # with counts maps of 8192, 11.4 with the stack trace maps and procs
+    # preallocated, 29 before the targeted sizes); 0.75 MiB of each is
+    # `announced`, the stacks announced to the loader already (a stack is
+    # announced once, not at each drain: issue 40)
     assert po["announced"]["max_entries"] == 8192, po["announced"]
     def fixed(m):
         return sum(v["memlock"] for n, v in m.items()

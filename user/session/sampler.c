@@ -445,6 +445,7 @@ static int dispatch(void *ctx, void *data, size_t size)
 #define TARGETED_PROCS 4096
 #define TARGETED_THREADS 4096
 #define TARGETED_COUNTS 8192
+#define COUNTS_MIN 1024
 #define TARGETED_CODE_IDS 4096
 #define TARGETED_PY_PARTS 2048
 
@@ -675,6 +676,25 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
+	} else if (o->mode == MODE_CPU && o->freq > 0) {
+		/* A counts map holds the distinct stacks of one drain, which in
+		 * --mode cpu are at most its samples: freq on each CPU for
+		 * drain_ms.  Twice that, as the loader drains when it is half
+		 * full (sampler_counts_filling); at least COUNTS_MIN.  A 99 Hz
+		 * run on 2 CPUs: 1024 entries, not 8192 filled at each start
+		 * (1.4 MiB of a -p run's maps); the other modes' counts are
+		 * nanoseconds or events, of any number of stacks. */
+		int cpus = libbpf_num_possible_cpus();
+		uint64_t want = 2ull * (unsigned)o->freq * (unsigned)(cpus > 0 ? cpus : 1) *
+				(o->drain_ms ? o->drain_ms : 1000) / 1000;
+		__u32 n = COUNTS_MIN;
+
+		while (n < want && n < bpf_map__max_entries(s->skel->maps.counts0))
+			n *= 2;
+		if (n < bpf_map__max_entries(s->skel->maps.counts0)) {
+			bpf_map__set_max_entries(s->skel->maps.counts0, n);
+			bpf_map__set_max_entries(s->skel->maps.counts1, n);
+		}
 	}
 	s->counts_max = bpf_map__max_entries(s->skel->maps.counts0);
 	s->skel->rodata->counts_wake_at = s->counts_max / 2 ? s->counts_max / 2 : 1;

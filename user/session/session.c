@@ -1393,6 +1393,7 @@ static int session_open(struct session *r, char *err, size_t errlen)
 				   .async_stacks = o->async_stacks, .interval = o->interval,
 				   .track_live = o->leaks,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
+				   .drain_ms = o->drain_ms,
 				   .offcpu_slots = o->offcpu_slots,
 				   .stack_scan = !o->no_stack_scan,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
