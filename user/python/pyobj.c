@@ -839,17 +839,16 @@ uint64_t pyobj_thread_object(int pid, const struct py_offsets *o, uint64_t tstat
 	 * changed, or deeper than MAX_FRAMES) has no bottom known */
 	if (frame || !bottom)
 		return 0;
-	/* names read that are not threading's _bootstrap: never; a name that
-	 * cannot be read (a code object freed meanwhile): looked for again */
+	/* the name, then the file: one read that is not threading's
+	 * _bootstrap says never; one that cannot be read (a code object freed
+	 * meanwhile) says nothing, and it is looked for again */
 	s = pyread_str(pid, rd(pid, code + o->code_name), o);
 	boot = s && !strcmp(s, "_bootstrap");
-	if (s && !boot && never)
-		*never = true;
-	free(s);
-	if (!boot)
-		return 0;
-	s = pyread_str(pid, rd(pid, code + o->code_filename), o);
-	boot = s && strlen(s) >= 12 && !strcmp(s + strlen(s) - 12, "threading.py");
+	if (boot) {
+		free(s);
+		s = pyread_str(pid, rd(pid, code + o->code_filename), o);
+		boot = s && strlen(s) >= 12 && !strcmp(s + strlen(s) - 12, "threading.py");
+	}
 	if (s && !boot && never)
 		*never = true;
 	free(s);
