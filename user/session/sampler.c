@@ -503,7 +503,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	struct sampler *s;
 	bool compat, runtime_alloc;
-	int e, inner_fd = -1;
+	int e, inner_fd = -1, cpus;
 
 	const char *btf = o->vmlinux_btf ? o->vmlinux_btf : "/sys/kernel/btf/vmlinux";
 
@@ -656,16 +656,17 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	}
 	if (!o->native_stacks) /* no tables: the smallest maps */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
-	bpf_map__set_max_entries(s->skel->maps.scratch_map,
-				 libbpf_num_possible_cpus() > 0 ? (__u32)libbpf_num_possible_cpus() : 1);
+	cpus = libbpf_num_possible_cpus();
+	if (cpus <= 0)
+		cpus = 1;
+	bpf_map__set_max_entries(s->skel->maps.scratch_map, (__u32)cpus);
 	{
 		/* The ring buffer's pages are all resident in the loader once
 		 * mapped, twice over (its data is mapped twice, for records
 		 * that wrap): 4 MiB of ring was 8 MiB of a short run's RSS.
 		 * What fills it grows with the CPUs sampling: 512 KiB each,
 		 * 1 to 4 MiB. */
-		__u32 ring = RINGBUF_PER_CPU * (__u32)(libbpf_num_possible_cpus() > 0 ?
-						       libbpf_num_possible_cpus() : 1);
+		__u32 ring = RINGBUF_PER_CPU * (__u32)cpus;
 
 		ring = ring < RINGBUF_MIN ? RINGBUF_MIN : ring > RINGBUF_MAX ? RINGBUF_MAX : ring;
 		while (ring & (ring - 1)) /* a power of 2 */
@@ -676,7 +677,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(s->skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(s->skel->maps.counts1, o->counts_entries);
-	} else if (o->mode == MODE_CPU && o->freq > 0) {
+	} else if (o->mode == MODE_CPU && o->freq > 0 && o->drain_ms) {
 		/* A counts map holds the distinct stacks of one drain, which in
 		 * --mode cpu are at most its samples: freq on each CPU for
 		 * drain_ms.  Twice that, as the loader drains when it is half
@@ -684,9 +685,7 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		 * run on 2 CPUs: 1024 entries, not 8192 filled at each start
 		 * (1.4 MiB of a -p run's maps); the other modes' counts are
 		 * nanoseconds or events, of any number of stacks. */
-		int cpus = libbpf_num_possible_cpus();
-		uint64_t want = 2ull * (unsigned)o->freq * (unsigned)(cpus > 0 ? cpus : 1) *
-				(o->drain_ms ? o->drain_ms : 1000) / 1000;
+		uint64_t want = 2ull * (unsigned)o->freq * (unsigned)cpus * o->drain_ms / 1000;
 		__u32 n = COUNTS_MIN;
 
 		while (n < want && n < bpf_map__max_entries(s->skel->maps.counts0))

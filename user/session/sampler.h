@@ -18,8 +18,8 @@ struct sampler_opts {
 	int freq;                    /* samples per second per CPU */
 	bool verbose;                /* pass libbpf's messages through */
 	unsigned counts_entries;     /* size of each counts map; 0: PYPERF_COUNTS_ENTRIES */
-	unsigned drain_ms;           /* how often the loader drains the counts (0: 1000):
-				      * in --mode cpu they are sized by it (sampler_open) */
+	unsigned drain_ms;           /* how often the loader drains the counts: in --mode
+				      * cpu they are sized by it (0: not, the mode's size) */
 	unsigned offcpu_slots;       /* --mode wall|offcpu: threads the off-CPU table holds, a
 				      * power of two up to 65536 (0: 65536) */
 	bool kernel_stacks;          /* take the kernel stack of samples in the kernel */

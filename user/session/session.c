@@ -1138,11 +1138,17 @@ static void sweep_names(struct session *r)
 
 _Static_assert(2 + WAITS_PIDFDS_MAX <= SAMPLER_POLL_MAX, "the wait set fits one sampler_poll");
 
+/* how often counts are drained: --drain-ms's, else every second */
+static uint64_t drain_every_ns(const struct session_opts *o)
+{
+	return o->drain_ms ? o->drain_ms * 1000000ull : DRAIN_EVERY_NS;
+}
+
 static void run_loop(struct session *r, uint64_t start)
 {
 	const struct session_opts *o = r->o;
 	uint64_t end = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
-	uint64_t drain_ns = o->drain_ms ? o->drain_ms * 1000000ull : DRAIN_EVERY_NS;
+	uint64_t drain_ns = drain_every_ns(o);
 	/* a test that lets binaries go sooner (PYPERF_IDLE_CLOSE_S) sees
 	 * their names freed sooner too */
 	uint64_t prune_ns = o->idle_close_s && o->idle_close_s * 1000000000ull < PRUNE_EVERY_NS
@@ -1393,7 +1399,7 @@ static int session_open(struct session *r, char *err, size_t errlen)
 				   .async_stacks = o->async_stacks, .interval = o->interval,
 				   .track_live = o->leaks,
 				   .verbose = o->verbose, .counts_entries = o->counts_entries,
-				   .drain_ms = o->drain_ms,
+				   .drain_ms = (unsigned)(drain_every_ns(o) / 1000000),
 				   .offcpu_slots = o->offcpu_slots,
 				   .stack_scan = !o->no_stack_scan,
 				   .kernel_stacks = !o->no_kernel, .native_stacks = !o->no_native,
