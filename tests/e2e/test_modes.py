@@ -14,13 +14,14 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import SUPPORTED, WORKLOADS, func_name, parse_folded, record_workload, \
-    run_pyperf, supported_pythons
+from conftest import PYPERF, SUPPORTED, WORKLOADS, func_name, parse_folded, \
+    record_workload, run_pyperf, supported_pythons
 from pprofread import decode
 
 SECONDS = "3"
@@ -318,10 +319,12 @@ def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
         r'^    thread (\d+) "([^"]*)": ([\d.]+) s', report, re.M)}
     for name in ("MainThread", "napper", "locked", "piped", "waker"):
         if abs(threads.get(name, 0) - secs) >= 0.1 * secs:
-            # The waker had 0.93 s and 1.48 s of 2.01 beside two burners,
-            # about once in a hundred runs, unexplained (never here in 115
-            # runs beside 2-4 burners): the whole evidence, untruncated
-            # (pytest cuts an assert's message), for the next time.
+            # The waker had 0.93 s, 1.48 s and 1.44 s of 2.01 on loaded
+            # machines, about once in a hundred runs: the loader held up
+            # between its look at the waker and its claim of the waker's
+            # block, which woke meanwhile (the next test holds it so).  The
+            # whole evidence, untruncated (pytest cuts an assert's
+            # message), should it come back.
             st = json.loads(stats.read_text())
             pytest.fail(f"{name}: {threads.get(name)} s of {secs}\n--- report\n{report}\n"
                         f"--- log\n{r.stderr}\n--- the waker's stacks\n" +
@@ -336,3 +339,48 @@ def test_threads_asleep_before_an_attach_are_counted_from_it(python, tmp_path):
         heavy = max(mine, key=lambda x: x[1])[0]
         assert heavy[-1].endswith("_[k]") and heavy[-1][:-4].startswith(kernel), (fn, heavy)
         assert "[native incomplete]" in heavy, heavy
+
+
+def test_a_loader_held_up_before_its_walk_loses_no_sleeper_that_wakes(tmp_path):
+    """The blocks of threads asleep at an attach are claimed the moment the
+    sampler can see the threads run, and walked after (blocked.h): however
+    late the walk, a thread that wakes before it has its time from the
+    attach.  gdb holds the loader 1.5 s where its walk begins; the waker
+    of asleep_before.py, which wakes every second, wakes meanwhile.  Every
+    thread has the whole recording, the waker's first block from the
+    attach under the stack walked from user space.  Before the claim came
+    first, the waker lost the time from the attach to its wake whenever
+    the loader was held between its look at the waker and the claim (on a
+    loaded CI machine, 0.57 s of 2.01 once), and every thread the time the
+    loader was held here.  One version: the claim is the same for all."""
+    if not shutil.which("gdb"):
+        pytest.fail("gdb is missing: scripts/setup --test-deps installs it")
+    python = SUPPORTED[-1][0]
+    p = subprocess.Popen([python, os.path.join(WORKLOADS, "asleep_before.py")],
+                         stdout=subprocess.PIPE, text=True)
+    txt, folded = tmp_path / "r.txt", tmp_path / "r.folded"
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        r = subprocess.run(["gdb", "-q", "-batch", "-ex", "break blocked_walk", "-ex", "run",
+                            "-ex", "shell sleep 1.5", "-ex", "delete", "-ex", "continue",
+                            "--args", PYPERF, "-v", "--mode", "wall", "-d", "3", "-o", str(txt),
+                            "-o", str(folded), "-p", str(p.pid)],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        p.kill()
+        p.wait()
+    assert "hit Breakpoint 1" in r.stdout, r.stdout + r.stderr
+    assert "exited normally" in r.stdout, r.stdout + r.stderr
+    report = txt.read_text()
+    secs = float(re.search(r"thread time in ([\d.]+) s", report).group(1))
+    threads = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^    thread \d+ "([^"]*)": ([\d.]+) s', report, re.M)}
+    assert set(threads) == {"MainThread", "napper", "locked", "piped", "waker"}, report
+    for name, t in threads.items():
+        assert abs(t - secs) < 0.1 * secs, (name, t, secs, report)
+    # the waker's first block, from the attach to its wake within the
+    # 1.5 s held: under its stack walked from user space, marked incomplete
+    # above the C library's leaf
+    first = sum(c for f, c in parse_folded(folded.read_text())
+                if "doze" in map(func_name, f) and "[native incomplete]" in f)
+    assert 0 < first / 1e6 <= 1.6, (first, folded.read_text())

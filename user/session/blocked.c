@@ -26,13 +26,13 @@
 #define BLOCKED_MAX 1024
 
 struct sleeper {
-	uint32_t tid;
+	struct stack_key key;        /* its claimed block's */
 	uint64_t pc;                 /* where its system call was made, 0: unknown */
 	char wchan[64];              /* the kernel function it waits in, "": unknown */
 	char comm[PYPERF_COMM_LEN + 1];
 	uint64_t mine[PYPERF_MAX_NEST], mine_ids[PYPERF_MAX_NEST]; /* its thread states */
 	uint32_t nmine;
-	bool taken;                  /* its block is in flight */
+	bool taken;                  /* walked and named */
 };
 
 /* the first line of a small /proc file into buf ("" when unreadable) */
@@ -47,19 +47,22 @@ static void read_line(const char *path, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = 0;
 }
 
-/* Is thread tid of pid asleep (S, D)?  Then where it waits. */
-static bool asleep(int pid, uint32_t tid, struct sleeper *out)
+/* Thread tid of pid into out: its name, and if it is asleep (S, D) where
+ * it waits.  Is it asleep? */
+static bool look_at(int pid, uint32_t tid, struct sleeper *out)
 {
 	char path[96], buf[512], *p;
 	unsigned long long pc;
 
+	out->pc = 0;
+	out->wchan[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
+	read_line(path, out->comm, sizeof(out->comm));
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", pid, tid);
 	read_line(path, buf, sizeof(buf));
 	p = strrchr(buf, ')'); /* the name may hold anything */
 	if (!p || (p[1] != ' ') || (p[2] != 'S' && p[2] != 'D'))
 		return false;
-	memset(out, 0, sizeof(*out));
-	out->tid = tid;
 	/* "NR ARG1..ARG6 SP PC", "-1 SP PC" (blocked outside a system call),
 	 * or "running" (it woke meanwhile) */
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/syscall", pid, tid);
@@ -73,8 +76,6 @@ static bool asleep(int pid, uint32_t tid, struct sleeper *out)
 	read_line(path, out->wchan, sizeof(out->wchan));
 	if (!strcmp(out->wchan, "0"))
 		out->wchan[0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
-	read_line(path, out->comm, sizeof(out->comm));
 	return true;
 }
 
@@ -134,6 +135,65 @@ static uint32_t list_threads(int pid, uint32_t *tids, uint32_t cap)
 	return n;
 }
 
+int blocked_claim(struct blocked *b, struct sampler *s, int pid, uint32_t gen)
+{
+	static uint32_t tids[BLOCKED_MAX];
+	uint64_t since = clock_mono_ns(); /* the thread listed next was asleep from here on */
+	uint32_t n = list_threads(pid, tids, BLOCKED_MAX);
+	int claimed = 0;
+
+	if (b->nclaims + n > b->cap) {
+		size_t cap = b->nclaims + n + BLOCKED_MAX;
+		struct stack_key *c = realloc(b->claims, cap * sizeof(*c));
+
+		if (!c)
+			return -1;
+		b->claims = c;
+		b->cap = cap;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct stack_key *k = &b->claims[b->nclaims];
+
+		*k = (struct stack_key){ .pid = (uint32_t)pid, .tid = tids[i], .gen = gen,
+					 .hash = BLOCKED_TAG ^ (++b->seq << 8) };
+		/* 1: a slot already (the sampler saw it leave the CPU: its
+		 * block is walked) */
+		if (sampler_block_in_flight(s, k, since) == 0) {
+			b->nclaims++;
+			claimed++;
+		}
+	}
+	return claimed;
+}
+
+/* take pid's claims (gen, or any when gen is 0) out of b into out (at most
+ * cap); how many */
+static int take_claims(struct blocked *b, int pid, uint32_t gen, struct stack_key *out, int cap)
+{
+	size_t kept = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < b->nclaims; i++) {
+		const struct stack_key *k = &b->claims[i];
+
+		if (k->pid == (uint32_t)pid && (!gen || k->gen == gen) && n < cap)
+			out[n++] = *k;
+		else
+			b->claims[kept++] = *k;
+	}
+	b->nclaims = kept;
+	return n;
+}
+
+void blocked_forget(struct blocked *b, struct sampler *s, int pid)
+{
+	static struct stack_key keys[BLOCKED_MAX];
+	int n = take_claims(b, pid, 0, keys, BLOCKED_MAX);
+
+	for (int i = 0; i < n; i++)
+		(void)sampler_block_drop(s, &keys[i]);
+}
+
 int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, struct profile *prof,
 		 const struct pyproc *py, uint32_t gen)
 {
@@ -142,40 +202,37 @@ int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, str
 	static struct sleeper sl[BLOCKED_MAX];
 	static struct stack_key keys[BLOCKED_MAX];
 	static struct py_frame frames[PYPERF_MAX_FRAMES];
-	uint64_t since = clock_mono_ns();
-	uint32_t n = list_threads(py->pid, tids, BLOCKED_MAX);
-	int nsl = 0, nts, taken = 0;
+	int n = take_claims(b, py->pid, gen, keys, BLOCKED_MAX), nsl = 0, nts, taken = 0;
 
-	for (uint32_t i = 0; i < n; i++) /* a thread the sampler saw block has its walk */
-		if (!sampler_has_slot(s, (uint32_t)py->pid, tids[i]) &&
-		    asleep(py->pid, tids[i], &sl[nsl]))
+	/* a thread running now had no block in flight: dropped (unless it
+	 * ended meanwhile, perhaps counted: named all the same, with the
+	 * stack it has now) */
+	for (int i = 0; i < n; i++) {
+		sl[nsl].key = keys[i];
+		if (look_at(py->pid, keys[i].tid, &sl[nsl]) || !sampler_block_drop(s, &keys[i]))
 			nsl++;
+	}
 	if (!nsl)
 		return 0;
 	nts = pywalk_threads(py, ts, ids, PYPERF_MAX_THREADS);
 	if (nts < 0)
 		nts = 0;
-	pywalk_thread_tids(py, ts, (uint32_t)nts, tids, n, ttids);
-	/* Each block is put in flight at once, before the slow part (the
-	 * kernel's symbols, the naming; 50 ms and more).  Put in flight after
-	 * it, the block of a thread that woke meanwhile and still ran would
-	 * have no end: the sampler drops it when the thread next leaves the
-	 * CPU, and its time from the adoption to its wake was lost (perhaps
-	 * the waker of asleep_before.py: 0.93 s of 2.01, beside two burners).
-	 * Its stack is named below, before the loop next drains. */
+	/* among all its threads (before 3.11 where the C library keeps a
+	 * tid is found from all of them) */
+	pywalk_thread_tids(py, ts, (uint32_t)nts, tids, list_threads(py->pid, tids, BLOCKED_MAX),
+			   ttids);
 	for (int i = 0; i < nsl; i++) {
 		struct sleeper *t = &sl[i];
 
 		t->nmine = 0;
 		for (int j = 0; j < nts && t->nmine < PYPERF_MAX_NEST; j++)
-			if (ttids[j] == t->tid) {
+			if (ttids[j] == t->key.tid) {
 				t->mine[t->nmine] = ts[j];
 				t->mine_ids[t->nmine++] = ids[j];
 			}
-		keys[i] = (struct stack_key){ .pid = (uint32_t)py->pid, .tid = t->tid, .gen = gen,
-					      .hash = BLOCKED_TAG ^ (++b->seq << 8) };
-		t->taken = !(b->gil_only && !(t->nmine && pywalk_holds_gil(py, t->mine[0]))) &&
-			   sampler_block_in_flight(s, &keys[i], since) == 0;
+		/* --gil: only a thread that holds its GIL, as the sampler */
+		t->taken = !(b->gil_only && !(t->nmine && pywalk_holds_gil(py, t->mine[0]))) ||
+			   !sampler_block_drop(s, &t->key);
 	}
 	if (b->kernel)
 		lookup_kernel(b, sl, nsl);
@@ -184,8 +241,8 @@ int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, str
 		__u64 kaddr;
 		__u64 leaf = t->pc;
 		uint32_t flags = STACK_OFFCPU, f = 0;
-		struct raw_stack raw = { .pid = py->pid, .tid = (int)t->tid, .gen = gen,
-					 .hash = keys[i].hash, .thread_name = t->comm, .py = frames };
+		struct raw_stack raw = { .pid = py->pid, .tid = (int)t->key.tid, .gen = gen,
+					 .hash = t->key.hash, .thread_name = t->comm, .py = frames };
 		char *pyname = NULL;
 
 		if (!t->taken)
@@ -207,13 +264,13 @@ int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, str
 		}
 		raw.flags = flags;
 		if (naming_add_stack(names, prof, &raw) == 0) {
-			profile_set_thread_name(prof, py->pid, t->tid, t->comm);
-			profile_set_thread_pyname(prof, t->tid,
+			profile_set_thread_name(prof, py->pid, t->key.tid, t->comm);
+			profile_set_thread_pyname(prof, t->key.tid,
 						  pyname ? pyname
-						  : t->tid == (uint32_t)py->pid ? "MainThread" : NULL);
+						  : t->key.tid == (uint32_t)py->pid ? "MainThread" : NULL);
 			taken++;
 		} else {
-			sampler_block_drop(s, &keys[i]); /* out of memory: not counted */
+			(void)sampler_block_drop(s, &t->key); /* out of memory: not counted */
 		}
 		free(pyname);
 	}
@@ -225,4 +282,7 @@ void blocked_free(struct blocked *b)
 	for (unsigned i = 0; i < b->nk; i++)
 		free(b->knames[i]);
 	b->nk = 0;
+	free(b->claims);
+	b->claims = NULL;
+	b->nclaims = b->cap = 0;
 }

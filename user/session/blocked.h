@@ -11,12 +11,26 @@
  * unwind further without stopping the thread, so the native part is marked
  * incomplete), and the kernel function they wait in (/proc's wchan).  The
  * block then counts from the adoption on, as a walked one would
- * (sampler_block_in_flight). */
+ * (sampler_block_in_flight).
+ *
+ * In two steps, so that the loader's pace cannot lose time: the moment the
+ * sampler can see a process's threads leave the CPU (its programs attached,
+ * the process given to it), blocked_claim puts a block in flight for each
+ * thread it has no slot for yet: one listing of the threads and writes
+ * into the sampler's mapped table, microseconds.  A thread asleep then has
+ * its wake counted by the sampler however late the loader looks.  Then
+ * blocked_walk looks at each (/proc, its frames; 50 ms and more with the
+ * kernel's symbols): a thread asleep, or whose block ended meanwhile, is
+ * walked and named; a running one's block is dropped uncounted (the
+ * sampler walks its next one). */
 #ifndef PYPERF_BLOCKED_H
 #define PYPERF_BLOCKED_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "pyperf.h"
 
 struct sampler;
 struct naming;
@@ -32,12 +46,22 @@ struct blocked {
 	char *knames[64];
 	uint64_t kaddrs[64];
 	unsigned nk;
+	/* blocks blocked_claim put in flight, not looked at yet */
+	struct stack_key *claims;
+	size_t nclaims, cap;
 };
 
-/* Walk the threads of py (generation gen, just given to the sampler) that
- * are asleep now (states S and D); returns how many were taken. */
+/* Process pid (generation gen) can be seen by the sampler from now on: a
+ * block in flight from now for each of its threads the sampler has no slot
+ * for.  Returns how many; -1 out of memory. */
+int blocked_claim(struct blocked *b, struct sampler *s, int pid, uint32_t gen);
+/* Look at the blocks claimed for py (generation gen): the threads asleep
+ * now (states S and D), or whose block ended meanwhile, are walked and
+ * named; returns how many. */
 int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, struct profile *prof,
 		 const struct pyproc *py, uint32_t gen);
+/* pid was not taken after all: its claimed blocks dropped uncounted */
+void blocked_forget(struct blocked *b, struct sampler *s, int pid);
 void blocked_free(struct blocked *b);
 
 #endif

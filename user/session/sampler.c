@@ -1338,20 +1338,22 @@ int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint
 	return -1;
 }
 
-void sampler_block_drop(struct sampler *s, const struct stack_key *key)
+bool sampler_block_drop(struct sampler *s, const struct stack_key *key)
 {
 	struct offcpu_thread *t = s->slots ? slot_of(s, (uint64_t)key->pid << 32 | key->tid)
 					   : NULL;
 	uint64_t out;
 
 	if (!t || t->key.hash != key->hash)
-		return;
+		return false;
 	out = __atomic_load_n(&t->out_ns, __ATOMIC_ACQUIRE);
-	/* as a drain takes it: the sampler's exchange at the block's end
-	 * cannot race this */
-	if (out)
-		(void)__atomic_compare_exchange_n(&t->out_ns, &out, 0, false, __ATOMIC_ACQ_REL,
-						  __ATOMIC_ACQUIRE);
+	/* as a drain takes it: the sampler's exchange at the block's end, or
+	 * its new walk at a switch out (a new start), cannot race this */
+	if (!out || !__atomic_compare_exchange_n(&t->out_ns, &out, 0, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+		return false;
+	s->blocks_in_flight--;
+	return true;
 }
 
 /* Blocks still in flight: a thread off the CPU since its block was walked

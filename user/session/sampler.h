@@ -167,8 +167,10 @@ void sampler_announce_again(struct sampler *s);
  * a slot for it already (it ran meanwhile); -1: no room, or not wall|offcpu. */
 int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint64_t since_ns);
 /* The block sampler_block_in_flight put in flight for key, if still in
- * flight, is dropped uncounted (its stack could not be named). */
-void sampler_block_drop(struct sampler *s, const struct stack_key *key);
+ * flight, is dropped uncounted (the thread was running, or its stack could
+ * not be named): true.  false: it ended meanwhile (the thread ran; the
+ * sampler may have counted it under key, which must then be named). */
+bool sampler_block_drop(struct sampler *s, const struct stack_key *key);
 /* Has thread tid of pid an off-CPU slot (the sampler saw it leave the CPU
  * since its process was profiled)? */
 bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid);

@@ -373,6 +373,15 @@ struct newborn {
 	bool adopted;                /* classified meanwhile, by a sample */
 };
 
+/* wall|offcpu: the sampler sees pid's threads leave the CPU from now on
+ * (its programs attached, the process given to it): a block in flight for
+ * each thread it has no slot for, named by walk_blocked */
+static void claim_blocked(struct session *r, int pid, uint32_t gen)
+{
+	if (mode_is_time(r->o->mode) && blocked_claim(&r->blocked, r->s, pid, gen) < 0)
+		say(r, "pid %d: out of memory: threads blocked since before are not counted", pid);
+}
+
 /* wall|offcpu: py's threads that block since before it was adopted (not
  * before the sampler's programs are attached: a thread that ran meanwhile
  * would have its block counted on) */
@@ -417,12 +426,15 @@ static int adopt(struct session *r, const struct pyproc *py, uint32_t gen)
 	update_native(r, py->pid); /* before the sampler knows the process */
 	if (sampler_set_proc(r->s, py->pid, &pi))
 		return -1;
+	if (r->started)
+		claim_blocked(r, py->pid, pi.gen);
 	/* It exec'ed since it was read (a child of fork or vfork on its way to
 	 * its exec): the sampler's exec hook ran before the entry went in, and
 	 * the exec's event, still queued, would find the process known and
 	 * leave it so, read through the old image's addresses.  Undone: the
 	 * new image is announced, and read, afresh. */
 	if (!procmaps_same_image(py->pid, &py->image)) {
+		blocked_forget(&r->blocked, r->s, py->pid);
 		sampler_forget(r->s, (uint32_t)py->pid);
 		native_proc_forget(&r->nat, py->pid);
 		async_forget(r, py->pid);
@@ -1023,17 +1035,28 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
 }
 
 /* wall|offcpu: -p's processes were adopted before the sampler started:
- * their threads asleep now, walked now */
+ * their threads asleep now, claimed at once, then walked */
 static void walk_blocked_targets(struct session *r)
 {
+	for (size_t i = 0; i < r->o->npids && mode_is_time(r->o->mode); i++) {
+		int pid = r->o->pids[i];
+		uint32_t gen = naming_gen(&r->names, pid);
+
+		if (gen)
+			claim_blocked(r, pid, gen);
+	}
 	for (size_t i = 0; i < r->o->npids && mode_is_time(r->o->mode); i++) {
 		struct pyproc py;
 		char err[512];
 		int pid = r->o->pids[i];
 		uint32_t gen = naming_gen(&r->names, pid);
 
-		if (gen && pyproc_inspect(pid, &py, err, sizeof(err)) == PYPROC_OK)
+		if (!gen)
+			continue;
+		if (pyproc_inspect(pid, &py, err, sizeof(err)) == PYPROC_OK)
 			walk_blocked(r, &py, gen);
+		else
+			blocked_forget(&r->blocked, r->s, pid);
 	}
 }
 
