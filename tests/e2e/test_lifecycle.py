@@ -244,7 +244,7 @@ def test_children_that_sleep_from_birth_are_counted_in_wall_mode(method, runs, t
             python = pythons[i % len(pythons)][0]
             pids, report = tmp_path / f"pids{i}.json", tmp_path / f"r{i}.txt"
             folded = tmp_path / f"r{i}.folded"
-            r = run_pyperf(["--mode", "wall", "-d", "3", "--python-only", "-o", str(report),
+            r = run_pyperf(["-v", "--mode", "wall", "-d", "3", "--python-only", "-o", str(report),
                             "-o", str(folded), "--", python,
                             os.path.join(WORKLOADS, "sleepy_children.py"), method, str(pids)],
                            timeout=60)
@@ -253,7 +253,11 @@ def test_children_that_sleep_from_birth_are_counted_in_wall_mode(method, runs, t
             seen = {int(m.group(1)): float(m.group(2)) for m in re.finditer(
                 r"^  (\d+) .*: ([\d.]+) s$", report.read_text(), re.M)}
             want = [tree["parent"]] + tree["children"]
-            assert set(want) <= set(seen), (python, method, i, want, report.read_text())
+            # once in CI the parent was missing (3.13, fork, run 4): the
+            # loader's account of each process, for the next time
+            if not set(want) <= set(seen):
+                pytest.fail(f"{python} {method} run {i}: {want} not all in the report\n"
+                            f"--- report\n{report.read_text()}\n--- log\n{r.stderr}")
             asleep = {}
             for frames, us in parse_folded(folded.read_text()):
                 pid = int(frames[0].split()[1])
