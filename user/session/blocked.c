@@ -166,9 +166,11 @@ int blocked_claim(struct blocked *b, struct sampler *s, int pid, uint32_t gen)
 	return claimed;
 }
 
-/* take pid's claims (gen, or any when gen is 0) out of b into out (at most
- * cap); how many */
-static int take_claims(struct blocked *b, int pid, uint32_t gen, struct stack_key *out, int cap)
+/* take pid's claims of generation gen out of b into out (at most cap);
+ * how many.  Those of another generation (none but by a mistake) and those
+ * past cap are dropped: none is left in flight unnamed. */
+static int take_claims(struct blocked *b, struct sampler *s, int pid, uint32_t gen,
+		       struct stack_key *out, int cap)
 {
 	size_t kept = 0;
 	int n = 0;
@@ -176,10 +178,12 @@ static int take_claims(struct blocked *b, int pid, uint32_t gen, struct stack_ke
 	for (size_t i = 0; i < b->nclaims; i++) {
 		const struct stack_key *k = &b->claims[i];
 
-		if (k->pid == (uint32_t)pid && (!gen || k->gen == gen) && n < cap)
+		if (k->pid != (uint32_t)pid)
+			b->claims[kept++] = *k;
+		else if (k->gen == gen && n < cap)
 			out[n++] = *k;
 		else
-			b->claims[kept++] = *k;
+			(void)sampler_block_drop(s, k);
 	}
 	b->nclaims = kept;
 	return n;
@@ -187,11 +191,7 @@ static int take_claims(struct blocked *b, int pid, uint32_t gen, struct stack_ke
 
 void blocked_forget(struct blocked *b, struct sampler *s, int pid)
 {
-	static struct stack_key keys[BLOCKED_MAX];
-	int n = take_claims(b, pid, 0, keys, BLOCKED_MAX);
-
-	for (int i = 0; i < n; i++)
-		(void)sampler_block_drop(s, &keys[i]);
+	(void)take_claims(b, s, pid, 0, NULL, 0);
 }
 
 int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, struct profile *prof,
@@ -202,7 +202,7 @@ int blocked_walk(struct blocked *b, struct sampler *s, struct naming *names, str
 	static struct sleeper sl[BLOCKED_MAX];
 	static struct stack_key keys[BLOCKED_MAX];
 	static struct py_frame frames[PYPERF_MAX_FRAMES];
-	int n = take_claims(b, py->pid, gen, keys, BLOCKED_MAX), nsl = 0, nts, taken = 0;
+	int n = take_claims(b, s, py->pid, gen, keys, BLOCKED_MAX), nsl = 0, nts, taken = 0;
 
 	/* a thread running now had no block in flight: dropped (unless it
 	 * ended meanwhile, perhaps counted: named all the same, with the
