@@ -128,6 +128,15 @@ static bool interesting(const struct proc_map *m, const char *exe)
 	       (!strncmp(base, "libpython", 9) || (exe && !strcmp(m->path, exe)));
 }
 
+/* Is addr in a writable mapping (the runtime's data, in place)? */
+static bool writable_at(const struct proc_maps *maps, uint64_t addr)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (addr >= maps->v[i].start && addr < maps->v[i].end)
+			return maps->v[i].perms[1] == 'w';
+	return false;
+}
+
 static enum pyproc_status pick_offsets(struct pyproc *out, char *err, size_t errlen)
 {
 	const struct py_offsets *t;
@@ -192,6 +201,15 @@ static enum pyproc_status inspect_maps(int pid, const struct proc_maps *maps, co
 			return PYPROC_NOT_PYTHON;
 		out->pid = pid;
 		out->runtime_addr = f->sym[SYM_RUNTIME] + bias;
+		/* A newborn's dynamic loader maps a library whole from its
+		 * start first, and its writable segment over that after: read
+		 * in between, the runtime's address shows other bytes of the
+		 * file (no debug offsets; CI once refused a starting 3.13 so,
+		 * for good).  Not yet, then. */
+		if (!writable_at(maps, out->runtime_addr)) {
+			set_err(err, errlen, "pid %d: %s is still being mapped", pid, m->path);
+			return PYPROC_NOT_PYTHON;
+		}
 		/* all three or none: a type checked against a wrong address
 		 * would make every name unreadable */
 		if (f->sym[SYM_CODE_TYPE] && f->sym[SYM_STR_TYPE] && f->sym[SYM_BYTES_TYPE]) {
