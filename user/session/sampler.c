@@ -1295,11 +1295,6 @@ static struct offcpu_thread *slot_of(struct sampler *s, uint64_t id)
 	return NULL;
 }
 
-bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid)
-{
-	return s->slots && slot_of(s, (uint64_t)pid << 32 | tid);
-}
-
 int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint64_t since_ns)
 {
 	uint64_t id = (uint64_t)key->pid << 32 | key->tid;

@@ -159,21 +159,20 @@ void sampler_stop(struct sampler *s);
  * from now on is announced once more (bpf/pyperf.bpf.c, announced), not
  * only those new since it was announced. */
 void sampler_announce_again(struct sampler *s);
-/* --mode wall|offcpu: a thread of a process profiled just now, found
- * blocked (since before, so the sampler walked no block of it), whose
- * stack the loader names under key before it next drains: its block counts
- * from since_ns (CLOCK_MONOTONIC) as a walked one would, until it runs again
- * (the sampler counts it then) or the next drain.  0: done; 1: the sampler has
- * a slot for it already (it ran meanwhile); -1: no room, or not wall|offcpu. */
+/* --mode wall|offcpu: a thread of a process the sampler sees from just
+ * now, with no slot (it has not left the CPU since), perhaps blocked since
+ * before: a block in flight under key, whose stack the loader names before
+ * it next drains (or drops, sampler_block_drop, if the thread runs); it
+ * counts from since_ns (CLOCK_MONOTONIC) as a walked one would, until the
+ * thread runs again (the sampler counts it then) or the next drain.  0:
+ * done; 1: the sampler has a slot for it already (it left the CPU
+ * meanwhile); -1: no room, or not wall|offcpu. */
 int sampler_block_in_flight(struct sampler *s, const struct stack_key *key, uint64_t since_ns);
 /* The block sampler_block_in_flight put in flight for key, if still in
  * flight, is dropped uncounted (the thread was running, or its stack could
  * not be named): true.  false: it ended meanwhile (the thread ran; the
  * sampler may have counted it under key, which must then be named). */
 bool sampler_block_drop(struct sampler *s, const struct stack_key *key);
-/* Has thread tid of pid an off-CPU slot (the sampler saw it leave the CPU
- * since its process was profiled)? */
-bool sampler_has_slot(struct sampler *s, uint32_t pid, uint32_t tid);
 /* Wait up to timeout_ms for ring buffer records or for one of more[] (up to
  * SAMPLER_POLL_MAX of them; their revents set, fd < 0 passed over), and
  * handle the records. */
