@@ -1038,14 +1038,16 @@ static int describe_pids(struct session *r, char *err, size_t errlen)
  * their threads asleep now, claimed at once, then walked */
 static void walk_blocked_targets(struct session *r)
 {
-	for (size_t i = 0; i < r->o->npids && mode_is_time(r->o->mode); i++) {
+	if (!mode_is_time(r->o->mode))
+		return;
+	for (size_t i = 0; i < r->o->npids; i++) {
 		int pid = r->o->pids[i];
 		uint32_t gen = naming_gen(&r->names, pid);
 
 		if (gen)
 			claim_blocked(r, pid, gen);
 	}
-	for (size_t i = 0; i < r->o->npids && mode_is_time(r->o->mode); i++) {
+	for (size_t i = 0; i < r->o->npids; i++) {
 		struct pyproc py;
 		char err[512];
 		int pid = r->o->pids[i];
