@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-from conftest import (PENDING, SUPPORTED, WORKLOADS, all_names, count_pending, func_name,
+import conftest
+from conftest import (NO_DEBUG_FILES, PENDING, STATIC, STRIPPED, SUPPORTED, WORKLOADS, all_names,
+                      count_pending, func_name,
                       is_kernel, is_native, is_python, merged_pythons, names, parse_folded,
                       pending_beyond_first_tables,
                       pyperf_env, python_id, record_workload, run_pyperf, supported_pythons)
@@ -135,6 +137,35 @@ def test_merged_split_keeps_the_python_chain_unbroken(python, tmp_path):
     unpending = total - count_pending(stacks)
     assert main_total > 0.8 * unpending, f"{main_total} of {unpending} samples under <module>"
     assert rooted >= 0.9 * main_total, f"{rooted} of {main_total} rooted in Py_BytesMain"
+
+
+# stripped interpreters whose eval loop GCC split: Debian's 3.14 and 3.15
+SPLIT_LOOP = [p for p in STRIPPED if p[1] >= (3, 14)][-1:]
+
+
+@pytest.mark.parametrize("python", SPLIT_LOOP or [None],
+                         ids=[python_id(p) + "-nodbg" for p in SPLIT_LOOP] or ["none"])
+def test_the_static_build_decodes_a_stripped_split_eval_loop(python, tmp_path, monkeypatch):
+    """The static build links capstone's x86 module alone
+    (user/native/capstone_x86.c), and that is what finds the split part of a
+    stripped interpreter's eval loop (evalparts.c): without it no sample of
+    Debian's 3.14 or 3.15 merges when their -dbg files are out of reach."""
+    if python is None:
+        pytest.fail("no stripped 3.14+ interpreter (Debian sid's): scripts/sid-pythons")
+    if not os.access(STATIC, os.X_OK):
+        pytest.fail(f"no static build at {STATIC}: make static")
+    monkeypatch.setattr(conftest, "PYPERF", STATIC)
+    stacks, r = record(python[0], tmp_path, "split.py", "2", str(tmp_path / "truth.json"),
+                       env={**os.environ, **NO_DEBUG_FILES})
+    total = sum(c for _, c in stacks)
+    assert total > 300, r.stderr
+    # undecoded, the split part is no eval loop: the Python frames are put
+    # on top of the native stack, marked
+    unmerged = sum(c for f, c in stacks if "[unmerged native]" in f)
+    merged = sum(c for f, c in stacks if any(n.startswith("leaf_") for n in names(f))
+                 and "Py_BytesMain" in root_native(f))
+    assert unmerged <= 0.02 * total, f"{unmerged} of {total} samples unmerged"
+    assert merged >= 0.5 * total, f"{merged} of {total} samples of the split merged"
 
 
 PERF_TRAMPOLINE = [p for p in SUPPORTED if p[1] >= (3, 12)]
