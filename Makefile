@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 # output, lib); headers are included by name from any of them
 USER_DIRS := $(sort $(dir $(wildcard user/*/*.c)))
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror=implicit-function-declaration -Wno-unused-parameter -Ibpf $(patsubst %/,-I%,$(USER_DIRS)) -I$(BUILD)
-LDLIBS := -lbpf -ldw -lelf -lz -lprotobuf-c -ljson-c -lstdc++ -ldl -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lprotobuf-c -ljson-c -ldl -lm
 
 # libbpf's usdt.bpf.h includes <linux/errno.h>, whose <asm/errno.h> lives
 # under the host's multiarch directory: searched last, for that alone

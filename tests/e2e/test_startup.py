@@ -17,7 +17,8 @@ exec to exit, RSS) are `make bench`'s; here, what makes them small:
   a process tree rather than a host, and a ring buffer sized by the CPUs
   (its pages are the loader's RSS twice over).
 - Libraries: the dynamic build links only what every run uses; libcurl,
-  libdebuginfod and capstone are opened when first needed.  The static build (static-pie, relocated at each start)
+  libdebuginfod, capstone and libstdc++ (its demangler) are opened when
+  first needed.  The static build (static-pie, relocated at each start)
   takes capstone's x86 disassembler alone, not its other architectures'
   tables of pointers: 82,000 relocations were ~1.4 ms of each start.
 - The kernel's BTF: cut to what our relocations read, once per boot and
@@ -227,7 +228,7 @@ def test_the_dynamic_build_opens_what_few_runs_need_only_when_needed():
         pytest.skip("PYPERF_BIN is the static build, which links everything")
     libs = needed(PYPERF)
     assert libs, "no NEEDED entries: not the dynamic build"
-    for late in ("libcurl", "libdebuginfod", "libcapstone"):
+    for late in ("libcurl", "libdebuginfod", "libcapstone", "libstdc++"):
         assert not any(lib.startswith(late) for lib in libs), libs
 
 

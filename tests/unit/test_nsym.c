@@ -11,7 +11,8 @@
  * test; optional ones (python3.11-dbg's debug file) skip with a reason.
  *
  * Build: gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iuser/native -Iuser/lib user/native/nsym.c \
- *        tests/unit/test_nsym.c -ldw -lelf -lstdc++ -lcmocka -o /tmp/t */
+ *        user/lib/demangle.c user/lib/dynlib.c tests/unit/test_nsym.c -ldw -lelf -ldl \
+ *        -lcmocka -o /tmp/t */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -1,5 +1,6 @@
 /* gdbjit.c - see gdbjit.h. */
 #include "gdbjit.h"
+#include "demangle.h"
 #include "pyread.h"
 #include "elfsym.h"
 
@@ -9,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* libstdc++'s demangler (extern "C"); numba's names are C++-mangled */
-char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
 struct jit_descriptor {
 	uint32_t version, action_flag;
@@ -35,7 +34,6 @@ static int add_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 	Elf_Scn *hs;
 	char *shown;
 	uint64_t at;
-	int status = -1;
 
 	if (!sym->st_size || sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE ||
 	    sym->st_shndx >= a->nsec)
@@ -48,8 +46,8 @@ static int add_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 			return 0;
 		at += home.sh_addr;
 	}
-	shown = !strncmp(name, "_Z", 2) ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
-	if (shown && status == 0)
+	shown = demangle(name); /* numba's names are C++-mangled */
+	if (shown)
 		perfmap_add(a->m, at, sym->st_size, shown, strlen(shown));
 	else
 		perfmap_add(a->m, at, sym->st_size, name, strlen(name));

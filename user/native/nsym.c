@@ -17,6 +17,7 @@
  * cache answers repeated addresses. */
 #include "nsym.h"
 #include "errmsg.h"
+#include "demangle.h"
 #include "evalparts.h"
 #include "hmap.h"
 #include "runcache.h"
@@ -59,8 +60,6 @@ static int prefix_debug_path(const char *path, char **out)
 	return 0;
 }
 
-/* libstdc++'s demangler (extern "C"); link with -lstdc++ */
-char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
 enum {
 	CACHE_BITS = 9,              /* 512 cached addresses per binary */
@@ -963,7 +962,6 @@ static const char *display(struct nsym_bin *b, uint32_t idx)
 	const char *name = s->name, *suffix = "", *shown;
 	char *plain = NULL, *d = NULL, *out = NULL;
 	size_t at;
-	int status = -1;
 
 	if ((shown = hmap_get(&b->disp, &idx, sizeof(idx))))
 		return shown;
@@ -975,11 +973,7 @@ static const char *display(struct nsym_bin *b, uint32_t idx)
 	}
 	if (plain)
 		name = plain;
-	if (!strncmp(name, "_Z", 2) && (d = __cxa_demangle(name, NULL, NULL, &status)) &&
-	    status != 0) {
-		free(d);
-		d = NULL;
-	}
+	d = demangle(name);
 	if (d && *suffix) {
 		if (asprintf(&out, "%s%s", d, suffix) < 0)
 			out = NULL;

@@ -23,7 +23,8 @@
  * Function symbols only (and untyped labels in code); C++ names are
  * demangled, symbol versions ("@GLIBC_2.2.5") dropped.
  *
- * Link with -ldw -lelf -lstdc++ (the demangler is libstdc++'s).
+ * Link with -ldw -lelf and user/lib/demangle.c (libstdc++'s demangler, opened
+ * when first needed).
  *
  * Library code: errors come back as NULL plus a one-line message; nothing
  * here prints or exits.  Not thread-safe: one thread per nsym_bin. */
