@@ -179,6 +179,11 @@ def test_maps_are_sized_by_what_the_run_needs(tmp_path):
             (m["counts0"], possible_cpus())
         assert m["code_ids"]["max_entries"] == 4096, m["code_ids"]
         assert m["py_seen"]["max_entries"] == 2048, m["py_seen"]
+    # the native unwinder's requests (held back by table, process, page;
+    # LRU: filled at load): 1024 of each for a tree, none without it
+    for name in ("table_req", "maps_req", "stray_pcs"):
+        assert merged[name]["max_entries"] == 1024, merged[name]
+        assert po[name]["max_entries"] == 1, po[name]
     # 512 KiB of ring per CPU, a power of 2 from 1 to 4 MiB
     ring = min(4 << 20, max(1 << 20, (512 << 10) * possible_cpus()))
     while ring & (ring - 1):

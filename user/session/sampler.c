@@ -448,6 +448,10 @@ static int dispatch(void *ctx, void *data, size_t size)
 #define COUNTS_MIN 1024
 #define TARGETED_CODE_IDS 4096
 #define TARGETED_PY_PARTS 2048
+/* the native unwinder's requests to the loader, each held back a while
+ * (table_req by table, maps_req by process, stray_pcs by page): an entry
+ * evicted only lets its request come sooner */
+#define TARGETED_REQUESTS 1024
 
 /* the ring buffer's bytes (a power of 2): per CPU, at least, at most */
 #define RINGBUF_PER_CPU (512u << 10)
@@ -653,9 +657,18 @@ int sampler_open(struct sampler **out, const struct sampler_opts *o,
 		bpf_map__set_max_entries(s->skel->maps.announced, TARGETED_COUNTS);
 		bpf_map__set_max_entries(s->skel->maps.code_ids, TARGETED_CODE_IDS);
 		bpf_map__set_max_entries(s->skel->maps.py_seen, TARGETED_PY_PARTS);
+		bpf_map__set_max_entries(s->skel->maps.table_req, TARGETED_REQUESTS);
+		bpf_map__set_max_entries(s->skel->maps.maps_req, TARGETED_REQUESTS);
+		bpf_map__set_max_entries(s->skel->maps.stray_pcs, TARGETED_REQUESTS);
 	}
-	if (!o->native_stacks) /* no tables: the smallest maps */
+	if (!o->native_stacks) {
+		/* no native unwinder: no tables, no requests; the smallest
+		 * maps (the LRU ones are filled at load) */
 		bpf_map__set_max_entries(s->skel->maps.unwind_tables, 1);
+		bpf_map__set_max_entries(s->skel->maps.table_req, 1);
+		bpf_map__set_max_entries(s->skel->maps.maps_req, 1);
+		bpf_map__set_max_entries(s->skel->maps.stray_pcs, 1);
+	}
 	cpus = libbpf_num_possible_cpus();
 	if (cpus <= 0)
 		cpus = 1;
