@@ -303,6 +303,28 @@ static void test_several_names_one_call(void **state)
 	assert_u64_equal(sizes[2], s, "_PyRuntime size");
 }
 
+/* .dynsym is read first, and .symtab only while a name lacks a global
+ * definition: an exported name with a static function's (.symtab alone, a
+ * local symbol) both come back, as readelf shows them */
+static void test_exported_and_local_names_in_one_call(void **state)
+{
+	const char *names[] = { "_PyRuntime", "list_dealloc" };
+	uint64_t values[2], sizes[2], v, s;
+	char err[256] = "";
+
+	(void)state;
+	require_file(LIBPY312);
+	assert_int_equal(elf_find_symbols(LIBPY312, names, 2, values, sizes, err,
+					  sizeof(err)), 0);
+	assert_true(readelf_symbol(LIBPY312, "_PyRuntime", &v, &s));
+	assert_u64_equal(values[0], v, "_PyRuntime");
+	if (!readelf_symbol(LIBPY312, "list_dealloc", &v, &s))
+		fail_msg("%s has no list_dealloc in .symtab (a stripped build?)", LIBPY312);
+	assert_u64_equal(values[1], v, "list_dealloc");
+	assert_u64_equal(sizes[1], s, "list_dealloc size");
+	assert_true(values[1] != 0);
+}
+
 static void test_missing_symbol_is_zero(void **state)
 {
 	const char *names[] = { "definitely_not_a_symbol_pyperf" };
@@ -636,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_symbols_python311_exec),
 		cmocka_unit_test(test_symbols_libpython312_dyn),
 		cmocka_unit_test(test_several_names_one_call),
+		cmocka_unit_test(test_exported_and_local_names_in_one_call),
 		cmocka_unit_test(test_missing_symbol_is_zero),
 		cmocka_unit_test(test_not_elf_is_error),
 		cmocka_unit_test(test_nonexistent_path_is_error),

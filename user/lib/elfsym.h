@@ -21,7 +21,8 @@ int elf_each_function(Elf *e, int (*fn)(void *ctx, const GElf_Sym *sym, const ch
 		      void *ctx);
 
 /* Look up `n` symbol names in .dynsym and .symtab of the ELF file at `path`
- * (one pass over each table).  values[i] is the symbol's st_value (a link-time
+ * (.dynsym first; at most one pass over each table, none over .symtab when
+ * .dynsym defines them all).  values[i] is the symbol's st_value (a link-time
  * virtual address: add the load bias for the runtime address) and sizes[i]
  * its st_size; both 0 when the name is not defined in the file.  `sizes` may
  * be NULL.  A defined global/weak symbol wins over a local one of the same
