@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct jit_descriptor {
 	uint32_t version, action_flag;
 	uint64_t relevant, first;

@@ -60,7 +60,6 @@ static int prefix_debug_path(const char *path, char **out)
 	return 0;
 }
 
-
 enum {
 	CACHE_BITS = 9,              /* 512 cached addresses per binary */
 	MAX_WALK = 256,              /* enclosing symbols tried per lookup */
