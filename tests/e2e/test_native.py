@@ -13,10 +13,9 @@ import pytest
 
 import conftest
 from conftest import (NO_DEBUG_FILES, PENDING, STATIC, STRIPPED, SUPPORTED, WORKLOADS, all_names,
-                      count_pending, func_name,
-                      is_kernel, is_native, is_python, merged_pythons, names, parse_folded,
-                      pending_beyond_first_tables,
-                      pyperf_env, python_id, record_workload, run_pyperf, supported_pythons)
+                      count_pending, func_name, is_kernel, is_native, is_python, merged_pythons,
+                      names, parse_folded, pending_beyond_first_tables, pyperf_env, python_id,
+                      record_workload, run_pyperf, supported_pythons)
 
 
 def record(python, tmp_path, script, *args, extra=(), pyflags=(), env=None):
