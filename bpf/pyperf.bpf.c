@@ -317,6 +317,9 @@ struct thread_walk {
 	__u64 interp;
 	__u64 all[PYPERF_MAX_NEST];
 	__u64 ids[PYPERF_MAX_NEST];
+	struct tstate_cache fresh; /* the walk's entry for tcache (here, not on the
+				  * stack: its values would keep the verifier's
+				  * ways to the loop apart) */
 };
 
 /* ... the Python frames (python_walk.bpf.h) ... */
@@ -340,6 +343,8 @@ struct frame_walk {
 	__u32 nest_start;        /* ev.nframes when this interpreter's frames began */
 	__u32 pad2;
 	__u64 c_sp;              /* the thread's user stack pointer (frame_bytes) */
+	__u64 tstate;            /* the thread state walked (0: none), kept here
+				  * across the frame loop (walk_frames) */
 };
 
 /* A code object check_step has checked for the stack it names (a small
@@ -425,6 +430,8 @@ struct scratch {
 	struct code_id cid;       /* a code object's identity, for code_ids */
 	struct code_id_key cid_key;
 	__u8 wire[EV_WIRE_MAX];  /* ev packed for the ring buffer (pyperf.h) */
+	struct tstate_cache no_tc; /* never written: find_tstate_slow's entry for a
+				  * thread not in tcache */
 };
 /* the walk's state within an instruction's reach (above) */
 _Static_assert(__builtin_offsetof(struct scratch, ev) < 32768 - 256,
@@ -785,6 +792,71 @@ static __always_inline bool runs_gc(struct scratch *s, const struct proc_info *p
 	return py_runs_gc(s, &p->off, p->runtime_addr, tstate);
 }
 
+/* walk_python's second half: the frames of thread state tstate (0: none)
+ * into s->ev.frames, then the running asyncio task.  A function of its own,
+ * verified once: walk_python reaches this point in several states (a thread
+ * with a state or without, found in the cache or by a walk), and the frame
+ * loop's step, checked in its caller's state, was checked once per state
+ * (8,826 instructions processed for the merged program, 1,270 of them the
+ * step's). */
+VERIFIED_ONCE __u32 walk_frames(struct scratch *s, struct proc_info *p, __u32 tgid, __u64 tstate)
+{
+	struct walk_ctx c = { .s = s, .p = p, .tgid = tgid };
+	struct frame_walk *w;
+
+	if (!s || !p)
+		return 0;
+	c.o = &p->off;
+	c.gen = p->gen;
+	w = &s->fw;
+	/* one path whether or not the thread has Python frames (frame_step
+	 * stops at once without one); tstate is read back after the loop, so
+	 * that the ways here meet before it, each with no copy of it */
+	w->tstate = tstate;
+	w->frame = tstate ? top_frame(s, tstate, &p->off) : 0;
+	w->before = 0;
+	w->c_sp = s->regs0.sp;
+	w->read_len = py_frame_read_len(&p->off);
+	w->win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w->read_len;
+	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
+	py_code_span(&p->off, &w->code_lo, &w->code_len);
+	s->ev.nframes = 0;
+	w->anchor_frame = 0;
+	w->anchor_n = 0;
+	w->seg_closed = 0;
+	w->nest_at = w->nest_start = 0;
+	w->nest_n = tstate ? s->tw.nfound : 0;
+	WALK_LOOP(frame_step, 16, PYPERF_MAX_FRAMES + 64, &c);
+	tstate = *(volatile __u64 *)&w->tstate;
+	if (w->frame && !(w->flags & STACK_BAD_READ))
+		w->flags |= STACK_TRUNCATED;
+	s->ev.task = s->ev.task_name = 0;
+	s->ev.anchor = 0;
+	if (async_stacks && w->anchor_n && p->off.gen_iframe != PYPERF_NO_OFFSET) {
+		/* the coroutine object holds its frame inline */
+		s->ev.task = running_task(p, tstate, w->anchor_frame - p->off.gen_iframe);
+		/* with no task found the anchor still tells the loader that
+		 * coroutines run here (it then looks for asyncio) */
+		s->ev.anchor = w->anchor_n;
+		if (s->ev.task) {
+			s->ev.task_name = read_ptr(s->ev.task + p->async.task_name);
+			w->hash = mix(mix(mix(w->hash, s->ev.task), s->ev.task_name), w->anchor_n);
+		}
+	}
+	sstat(s, STAT_TRUNCATED, BIT_OF(w->flags, STACK_TRUNCATED));
+	sstat(s, STAT_BAD_READ, BIT_OF(w->flags, STACK_BAD_READ));
+	if (!s->ev.nframes) {
+		sstat(s, STAT_NO_FRAMES, NONZERO(tstate));
+		/* a thread running no Python code (a BLAS or OpenMP pool, a C++
+		 * worker, a thread before its first frame): with native stacks
+		 * it is still sampled, with its native and kernel frames (the
+		 * loader tells it by nframes == 0) */
+		if (!native_stacks)
+			return 0;
+	}
+	return 1;
+}
+
 /* The Python half of the walk of the current thread of process tgid into
  * the CPU's scratch: its thread state, its frames (into ev.frames), their
  * hash and flags (fw.hash, fw.flags; flags start as extra, STACK_OFFCPU;
@@ -824,49 +896,7 @@ __noinline __u32 walk_python(__u32 tgid, __u32 tid, __u32 idx, __u32 extra, __u6
 	}
 	if (tstate && runs_gc(s, p, tstate))
 		w->flags |= STACK_GC;
-	/* one path whether or not the thread has Python frames (frame_step
-	 * stops at once without one) */
-	w->frame = tstate ? top_frame(s, tstate, &p->off) : 0;
-	w->before = 0;
-	w->c_sp = s->regs0.sp;
-	w->read_len = py_frame_read_len(&p->off);
-	w->win_size = p->off.instr_kind == INSTR_POINTER ? PYPERF_WINDOW : w->read_len;
-	s->win_lo = s->win_hi = 0; /* memory of another process, or changed since */
-	py_code_span(&p->off, &w->code_lo, &w->code_len);
-	s->ev.nframes = 0;
-	w->anchor_frame = 0;
-	w->anchor_n = 0;
-	w->seg_closed = 0;
-	w->nest_at = w->nest_start = 0;
-	w->nest_n = tstate ? s->tw.nfound : 0;
-	WALK_LOOP(frame_step, 16, PYPERF_MAX_FRAMES + 64, &c);
-	if (w->frame && !(w->flags & STACK_BAD_READ))
-		w->flags |= STACK_TRUNCATED;
-	s->ev.task = s->ev.task_name = 0;
-	s->ev.anchor = 0;
-	if (async_stacks && w->anchor_n && p->off.gen_iframe != PYPERF_NO_OFFSET) {
-		/* the coroutine object holds its frame inline */
-		s->ev.task = running_task(p, tstate, w->anchor_frame - p->off.gen_iframe);
-		/* with no task found the anchor still tells the loader that
-		 * coroutines run here (it then looks for asyncio) */
-		s->ev.anchor = w->anchor_n;
-		if (s->ev.task) {
-			s->ev.task_name = read_ptr(s->ev.task + p->async.task_name);
-			w->hash = mix(mix(mix(w->hash, s->ev.task), s->ev.task_name), w->anchor_n);
-		}
-	}
-	sstat(s, STAT_TRUNCATED, BIT_OF(w->flags, STACK_TRUNCATED));
-	sstat(s, STAT_BAD_READ, BIT_OF(w->flags, STACK_BAD_READ));
-	if (!s->ev.nframes) {
-		sstat(s, STAT_NO_FRAMES, NONZERO(tstate));
-		/* a thread running no Python code (a BLAS or OpenMP pool, a C++
-		 * worker, a thread before its first frame): with native stacks
-		 * it is still sampled, with its native and kernel frames (the
-		 * loader tells it by nframes == 0) */
-		if (!native_stacks)
-			return 0;
-	}
-	return 1;
+	return walk_frames(s, p, tgid, tstate);
 }
 
 /* Walk the current thread of profiled process p into s->ev and the key

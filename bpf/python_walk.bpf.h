@@ -115,44 +115,43 @@ static __always_inline bool current_has_mm(void)
 	return BPF_CORE_READ(task, mm) != NULL;
 }
 
-static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 tid)
+/* find_tstate's way when the cached state does not hold as it is: the
+ * interpreters' head read, then the cache's say, else the list walked.
+ * tc: the thread's cache entry (all 0 without one); ids: tgid << 32 | tid;
+ * hit: tc's state is the thread's (but not active).  A function of its
+ * own, verified once: find_tstate comes here in several states, and the
+ * thread loop's step was checked once for each.  For the same reason the
+ * tests of tc read it each time (the verifier then has no known flag that
+ * keeps one way apart from another), and with no interpreter (interp 0)
+ * its words are read anyway, from below the lowest page a process may map:
+ * the read fails, and gives 0. */
+VERIFIED_ONCE __u64 find_tstate_slow(struct scratch *s, const struct proc_info *p,
+				     const struct tstate_cache *tc, __u64 ids, __u32 hit)
 {
-	const struct py_offsets *o = c->o;
-	const struct proc_info *p = c->p;
-	__u64 fsbase = current_fsbase(), interp, now, head = 0;
-	bool subs = o->interp_next != PYPERF_NO_OFFSET, multi;
-	struct tstate_cache *tc = bpf_map_lookup_elem(&tcache, &tid);
-	struct thread_walk *w = &c->s->tw;
-	struct tstate_cache fresh = { .tgid = tgid };
-	bool none = tc && tc->tgid == tgid && !tc->tstate; /* none found last time */
-	bool hit;
+	__u32 tgid = ids >> 32, tid = (__u32)ids;
+	struct walk_ctx c = { .s = s, .tgid = tgid };
+	struct tstate_cache *fresh, entry;
+	const struct py_offsets *o;
+	struct thread_walk *w;
+	__u64 interp, now, head;
+	bool multi;
 
-	w->nfound = 0;
-	/* 3.12+: the interpreters' list head.  A state cached with one
-	 * interpreter holds while it is active or the head is the same (a new
-	 * interpreter goes to the head, and a thread that enters it leaves
-	 * its state inactive); with several, each of the thread's states is
-	 * looked for every time, as threads enter and leave them. */
-	hit = tc && tc->tgid == tgid && tc->tstate && !tc->multi &&
-	      ts_fill(c->s, tc->tstate, o->tstate_thread_id) == fsbase;
-	/* the common case: one map lookup, one read.  From 3.12 a state that
-	 * is active is its thread's current one, in whatever interpreter: it
-	 * holds without a look at the list's head, a word of _PyRuntime that
-	 * is seldom in the CPU's cache (its read was ~85 ns of a ~2,000 ns
-	 * --python-only sample) */
-	if (hit && (!subs || ts_active(c->s, tc->tstate, o)))
-		return tc->tstate;
-	sstat(c->s, STAT_INTERP_HEAD_READS, 1);
+	if (!s || !p || !tc)
+		return 0;
+	o = &p->off;
+	w = &s->tw;
+	fresh = &w->fresh;
+	sstat(s, STAT_INTERP_HEAD_READS, 1);
 	interp = read_ptr(p->runtime_addr + o->runtime_interp_head);
 	if (hit && tc->interps == interp)
 		return tc->tstate; /* not active (the GIL released): two reads */
-	c->s->ts_at = 0;
-	multi = subs && interp && read_ptr(interp + o->interp_next);
+	s->ts_at = 0;
 	now = bpf_ktime_get_ns();
-	if (none && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
+	/* none found last time */
+	if (tc->tgid == tgid && !tc->tstate && now - tc->stamp_ns < NO_TSTATE_RETRY_NS)
 		return 0;
-	if (interp)
-		head = read_ptr(interp + o->interp_threads_head);
+	head = read_ptr(interp + o->interp_threads_head);
+	multi = o->interp_next != PYPERF_NO_OFFSET && read_ptr(interp + o->interp_next);
 	if (!head && !multi)
 		return 0; /* interpreter not (yet) running: nothing worth caching */
 	/* A thread without a state, walked for twice already, is walked for
@@ -167,13 +166,17 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	 * makes it, is not yet its own.  Such a head is not taken as seen
 	 * (it would hide the state, bound a moment later, for a second, and
 	 * did under load): walked again NO_TSTATE_RETRY_NS on. */
-	if (none && tc->head == head && now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
+	if (tc->tgid == tgid && !tc->tstate && tc->head == head &&
+	    now - tc->stamp_ns < NO_TSTATE_RECHECK_NS)
 		return 0;
-	fresh.head = none && head && read_ptr(head + o->tstate_thread_id) ? head : 0;
-	fresh.interps = interp;
-	fresh.multi = multi;
+	fresh->head = 0;
+	if (tc->tgid == tgid && !tc->tstate && head && read_ptr(head + o->tstate_thread_id))
+		fresh->head = head;
+	fresh->tgid = tgid;
+	fresh->interps = interp;
+	fresh->multi = multi;
 	w->tstate = head;
-	w->want = fsbase;
+	w->want = current_fsbase();
 	w->next_off = o->tstate_next;
 	w->id_off = o->tstate_thread_id;
 	w->found = 0;
@@ -181,16 +184,44 @@ static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 t
 	w->interp_next = o->interp_next;
 	w->interp_threads = o->interp_threads_head;
 	w->interp_id = o->interp_id;
-	WALK_LOOP(thread_step, 32, PYPERF_MAX_THREADS, c);
+	WALK_LOOP(thread_step, 32, PYPERF_MAX_THREADS, &c);
 	/* with several interpreters the cache is for the loader alone (the
 	 * walk looks again every time): the outermost state, whose bottom
 	 * frame is the thread's own (its Python name) */
-	fresh.tstate = w->found;
+	fresh->tstate = w->found;
 	if (w->nfound > 1 && w->nfound <= PYPERF_MAX_NEST)
-		fresh.tstate = w->all[(w->nfound - 1) & (PYPERF_MAX_NEST - 1)];
-	fresh.stamp_ns = now;
-	bpf_map_update_elem(&tcache, &tid, &fresh, BPF_ANY);
+		fresh->tstate = w->all[(w->nfound - 1) & (PYPERF_MAX_NEST - 1)];
+	fresh->stamp_ns = now;
+	/* from the stack: 6.1's verifier takes a map's value only from there
+	 * or from another map's value, and s is plain memory here */
+	entry = *fresh;
+	bpf_map_update_elem(&tcache, &tid, &entry, BPF_ANY);
 	return w->found;
+}
+
+static __always_inline __u64 find_tstate(struct walk_ctx *c, __u32 tgid, __u32 tid)
+{
+	const struct py_offsets *o = c->o;
+	__u64 fsbase = current_fsbase();
+	struct tstate_cache *tc = bpf_map_lookup_elem(&tcache, &tid);
+	bool hit;
+
+	c->s->tw.nfound = 0;
+	/* 3.12+: the interpreters' list head.  A state cached with one
+	 * interpreter holds while it is active or the head is the same (a new
+	 * interpreter goes to the head, and a thread that enters it leaves
+	 * its state inactive); with several, each of the thread's states is
+	 * looked for every time, as threads enter and leave them. */
+	hit = tc && tc->tgid == tgid && tc->tstate && !tc->multi &&
+	      ts_fill(c->s, tc->tstate, o->tstate_thread_id) == fsbase;
+	/* the common case: one map lookup, one read.  From 3.12 a state that
+	 * is active is its thread's current one, in whatever interpreter: it
+	 * holds without a look at the list's head, a word of _PyRuntime that
+	 * is seldom in the CPU's cache (its read was ~85 ns of a ~2,000 ns
+	 * --python-only sample) */
+	if (hit && (o->interp_next == PYPERF_NO_OFFSET || ts_active(c->s, tc->tstate, o)))
+		return tc->tstate;
+	return find_tstate_slow(c->s, c->p, tc ? tc : &c->s->no_tc, (__u64)tgid << 32 | tid, hit);
 }
 
 /* ---- walking the frames ---- */
@@ -233,26 +264,28 @@ static __always_inline __u32 code_check(struct walk_ctx *c, __u64 code, struct c
 /* a str's length, hash and last bytes: what the loader checks the str at
  * that address against when it names a code object freed since, and names
  * it by when the process is gone (str_seen, pyperf.h; the state bits as
- * pyread.c reads them) */
-static __always_inline void str_seen(const struct py_offsets *o, __u64 str, struct str_seen *out)
+ * pyread.c reads them).  Verified once, not at each of its two calls. */
+VERIFIED_ONCE int str_seen(const struct py_offsets *o, __u64 str, struct str_seen *out)
 {
 	__u32 state, kind;
 	__u64 bytes, data;
 
+	if (!o || !out)
+		return 0;
 	out->tail_len = 0;
 	out->kind = 0;
 	*(__u64 *)out->tail = 0;
 	/* PyASCIIObject: the length, then the hash, in every version */
 	if (bpf_probe_read_user(out, 16, (void *)(str + o->unicode_length))) {
 		out->length = -1;
-		return;
+		return 0;
 	}
 	if (bpf_probe_read_user(&state, sizeof(state), (void *)(str + o->unicode_state)))
-		return;
+		return 0;
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || out->length <= 0 ||
 	    out->length > (1 << 24))
-		return;
+		return 0;
 	bytes = (__u64)out->length * kind;
 	out->kind = kind;
 	data = str + (((state >> 6) & 1) ? o->unicode_ascii_size : o->unicode_compact_size);
@@ -262,6 +295,7 @@ static __always_inline void str_seen(const struct py_offsets *o, __u64 str, stru
 	} else if (!bpf_probe_read_user(out->tail, bytes & (STR_TAIL - 1), (void *)data)) {
 		out->tail_len = bytes & (STR_TAIL - 1);
 	}
+	return 0;
 }
 
 /* second pass, only for a stack new in this counts map: identify its code
