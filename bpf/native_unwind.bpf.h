@@ -366,6 +366,12 @@ static __always_inline bool timed_scan(struct walk_ctx *c)
 	return found;
 }
 
+/* what follows a frame's push (scratch.then) */
+#define THEN_CFI 0
+#define THEN_FP 1
+#define THEN_INCOMPLETE 2
+#define THEN_STOP 3
+
 /* One frame: push the pc at s->nw.g, find its caller; nonzero stops the
  * walk.  The loop's step calls it, so that the verifier checks a frame
  * once, not once for each state the loop's callback is entered with. */
@@ -375,7 +381,7 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 	const struct native_mapping *m;
 	const struct unwind_row *hdr;
 	struct row_cache_entry *rc;
-	__u64 pc, look;
+	__u64 pc, look, shown;
 	__u32 slot, idx, zero = 0;
 	void *rows;
 
@@ -389,6 +395,10 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 		VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_TRUNCATED);
 		return 1;
 	}
+	/* Every way on pushes the frame, at one place (push:), and says in the
+	 * scratch map what follows (s->then, not a variable, so that the
+	 * verifier's states meet there and it checks the push once). */
+	shown = pc;
 	/* a return address points after its call, which may be a function's
 	 * last instruction: look up the call itself */
 	look = pc - (n ? 1 : 0);
@@ -396,7 +406,7 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 	if (rc->pc == look && rc->tgid == tgid && rc->gen == s->nw.gen) {
 		s->row = rc->row;
 		table_touch(s, rc->table);
-		goto push;
+		goto cfi;
 	}
 	/* consecutive frames often share a mapping; its index is kept in the
 	 * scratch map, not the stack, so both ways on meet in one state */
@@ -409,10 +419,10 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 			/* code mapped after the loader last looked (dlopen, a new
 			 * JIT or trampoline arena) is pending until it looks again;
 			 * a pc it found unmapped is a stray: the stack is cut */
-			native_push(s, n, pc);
 			VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_INCOMPLETE |
 					     (request_maps(tgid, pc) ? 0 : STACK_NATIVE_PENDING));
-			return 1;
+			VSTORE(s->then, THEN_STOP);
+			goto push;
 		}
 		m = &nm->m[(idx - 1) & (PYPERF_MAX_MAPPINGS - 1)];
 	}
@@ -423,7 +433,6 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 	hdr = rows ? bpf_map_lookup_elem(rows, &zero) : NULL;
 	if (!hdr || hdr->pc != m->table) {
 		/* not loaded yet, or evicted: the loader builds it */
-		native_push(s, n, pc);
 		request_table(tgid, m->table);
 		VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_PENDING);
 		goto incomplete;
@@ -431,15 +440,11 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 	table_touch(s, m->table);
 	if (!hdr->nrows)
 		goto frame_pointers;
-	if (hdr->nrows == UNWIND_NO_TABLE) {
-		native_push(s, n, pc);
+	if (hdr->nrows == UNWIND_NO_TABLE)
 		goto incomplete;
-	}
 	sstat(s, STAT_ROW_SEARCHES, 1);
-	if (!find_row(s, slot, hdr->nrows, (__u32)(look - m->bias))) {
-		native_push(s, n, pc);
+	if (!find_row(s, slot, hdr->nrows, (__u32)(look - m->bias)))
 		goto incomplete;
-	}
 	/* the leaf's key is its row: samples anywhere in that stretch of code
 	 * share one stack (a return address is already stable), unless the
 	 * mapping's lines are wanted (Cython) */
@@ -449,32 +454,46 @@ VERIFIED_ONCE long native_frame(struct scratch *s, const struct native_maps *nm,
 	rc->row = s->row;
 	rc->leaf = m->flags & NATIVE_MAP_EXACT_LEAF ? 0 : s->row.pc + m->bias;
 	rc->table = m->table;
-push:
-	native_push(s, n, n || !rc->leaf ? pc : rc->leaf);
-	/* both ways here leave the row in the scratch map, where the verifier
-	 * does not track it: their states match and it checks what follows once */
-	switch (cfi_step(s)) {
-	case UNWIND_STEPPED:
-		return 0;
-	case UNWIND_END:
-		return 1; /* the outermost frame: complete */
-	default:
-		goto incomplete;
-	}
+cfi:
+	if (!n && rc->leaf)
+		shown = rc->leaf;
+	VSTORE(s->then, THEN_CFI);
+	goto push;
 frame_pointers:
-	/* no CFI: rbp as a frame pointer, else a scan (above) */
-	native_push(s, n, pc);
-	if (fp_step_plausible(s, nm))
-		return 0;
-	if (stack_scan) {
-		/* unwind_native scans, between two runs of steps: a scan's own
-		 * loop run from inside a step would add two more stacks to the
-		 * chain of calls (bpf_loop's callbacks count as calls), which
-		 * 6.1 refused at 544 bytes */
-		VSTORE(s->scan_wanted, 1);
+	VSTORE(s->then, THEN_FP);
+	goto push;
+incomplete:
+	VSTORE(s->then, THEN_INCOMPLETE);
+push:
+	native_push(s, n, shown);
+	switch (VLOAD(s->then)) {
+	case THEN_CFI:
+		/* the row is in the scratch map, where the verifier does not
+		 * track it */
+		switch (cfi_step(s)) {
+		case UNWIND_STEPPED:
+			return 0;
+		case UNWIND_END:
+			return 1; /* the outermost frame: complete */
+		}
+		break;
+	case THEN_FP:
+		/* no CFI: rbp as a frame pointer, else a scan (above) */
+		if (fp_step_plausible(s, nm))
+			return 0;
+		if (stack_scan) {
+			/* unwind_native scans, between two runs of steps: a
+			 * scan's own loop run from inside a step would add two
+			 * more stacks to the chain of calls (bpf_loop's
+			 * callbacks count as calls), which 6.1 refused at 544
+			 * bytes */
+			VSTORE(s->scan_wanted, 1);
+			return 1;
+		}
+		break;
+	case THEN_STOP:
 		return 1;
 	}
-incomplete:
 	VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_INCOMPLETE);
 	return 1;
 }

@@ -413,6 +413,7 @@ struct scratch {
 				  * native_step again) */
 	__u32 scan_mark;         /* the next frame pushed was found by a scan */
 	__u32 scan_wanted;       /* a native step asks unwind_native to scan */
+	__u32 then;              /* what follows the frame native_frame pushes */
 	__u64 scan_sp, scan_pc;  /* what the scan found (0: nothing) */
 	struct code_seen cseen[CODE_SEEN]; /* the code objects check_step checked
 				  * for the stack being announced */
