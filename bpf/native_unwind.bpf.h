@@ -256,9 +256,24 @@ static __always_inline int cfi_step(struct scratch *s)
  * mapped file whose code before that address is a call instruction.  The
  * walk goes on from there with CFI, and that frame is marked. */
 
+/* one length of an FF /2 call (k = i + 2), as a loop's step: the six,
+ * unrolled, were 470 instructions for the verifier to follow */
+static long call_len_step(__u32 i, struct walk_ctx *c)
+{
+	__u32 at = (6 - i) & 7; /* 8 - k, masked: the verifier sees its bound */
+
+	if (unwind_call_at(c->s->code8 + at, 8 - at)) {
+		c->s->code8[15] = 1; /* past the 8 bytes decoded: the answer */
+		return 1;
+	}
+	return 0;
+}
+WALK_CHUNKS(call_len_step, 6, 0)
+
 /* Is the instruction that ends at `ra` a call?  (unwind_step.h decodes) */
 VERIFIED_ONCE int after_call(struct scratch *s, __u64 ra)
 {
+	struct walk_ctx c = { .s = s };
 	__u8 *b;
 
 	if (!s)
@@ -267,7 +282,10 @@ VERIFIED_ONCE int after_call(struct scratch *s, __u64 ra)
 	__builtin_memset(b, 0, sizeof(s->code8));
 	if (ra < 8 || bpf_probe_read_user(b, 8, (void *)(ra - 8)))
 		return false;
-	return unwind_code_is_call(b);
+	if (b[3] == 0xe8)
+		return 1;
+	WALK_LOOP(call_len_step, 6, 6, &c);
+	return b[15];
 }
 
 /* one step of the frame-pointer chain, if it is plausible (the step is
@@ -320,6 +338,15 @@ static long scan_step(__u32 i, struct walk_ctx *c)
 }
 WALK_CHUNKS(scan_step, 16, WALK_NEEDS_MAPS)
 
+/* the words below a found return address, for the caller's rbp (k = i +
+ * 2), as a loop's step: unrolled, with their reads of the stack, they were
+ * 600 instructions for the verifier to follow */
+static long scan_bp_step(__u32 i, struct walk_ctx *c)
+{
+	return unwind_scan_bp_word(c->s, &c->s->nw.g, i + 2);
+}
+WALK_CHUNKS(scan_bp_step, 6, 0)
+
 /* Scan the stack for the caller of the frame at nw.g; on success nw.g is
  * that caller and its frame will be marked.  rbp is callee-saved: kept when
  * it points into the stack above, else taken from where the callee saved
@@ -350,7 +377,8 @@ static __always_inline bool scan_stack(struct walk_ctx *c)
 	s->nw.g.pc = s->scan_pc;
 	s->nw.g.sp = s->scan_sp;
 	s->nw.g.bx = 0;
-	unwind_scan_bp(s, &s->nw.g);
+	if (!unwind_scan_bp_kept(&s->nw.g))
+		WALK_LOOP(scan_bp_step, 6, 6, c);
 	VSTORE(s->scan_mark, 1);
 	VSTORE(s->nflags, VLOAD(s->nflags) | STACK_NATIVE_SCANNED);
 	return true;

@@ -110,56 +110,76 @@ static __always_inline int unwind_fp_plausible(const struct unwind_regs *from,
 	return !to->bp || (to->bp > from->bp && to->bp - from->bp <= UNWIND_FP_FRAME_MAX);
 }
 
+/* Is op[0..k-1] an FF /2 (call through a register or memory) of k bytes,
+ * its ModRM, SIB and displacement included?  op[1], op[2] must be
+ * readable (zero past the code read). */
+static __always_inline int unwind_call_at(const __u8 *op, __u32 k)
+{
+	__u8 modrm = op[1], mod = modrm >> 6, rm = modrm & 7;
+	__u32 len = 2;
+
+	if (op[0] != 0xff || ((modrm >> 3) & 7) != 2)
+		return 0;
+	if (mod != 3 && rm == 4) {
+		len++;
+		if (mod == 0 && (op[2] & 7) == 5)
+			len += 4;
+	}
+	if (mod == 1)
+		len += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		len += 4;
+	return len == k;
+}
+
 /* Is the instruction that ends where b[8] would be a call?  b[0..7] are the
  * 8 bytes before a return address, b[8..15] zero.  E8 rel32, or FF /2 in
- * any of its ModRM forms (register, memory, SIB, disp8, disp32, rip). */
+ * any of its ModRM forms (register, memory, SIB, disp8, disp32, rip).  (The
+ * BPF program runs unwind_call_at as a loop's step, checked once.) */
 static __always_inline int unwind_code_is_call(const __u8 *b)
 {
 	if (b[3] == 0xe8)
 		return 1;
 	/* FF, its ModRM (and SIB, displacement) ending at the address: k bytes */
 UNWIND_UNROLL
-	for (int k = 2; k <= 7; k++) {
-		__u8 modrm = b[9 - k], mod = modrm >> 6, rm = modrm & 7;
-		int len = 2;
-
-		if (b[8 - k] != 0xff || ((modrm >> 3) & 7) != 2)
-			continue;
-		if (mod != 3 && rm == 4) {
-			len++;
-			if (mod == 0 && (b[10 - k] & 7) == 5)
-				len += 4;
-		}
-		if (mod == 1)
-			len += 1;
-		else if (mod == 2 || (mod == 0 && rm == 5))
-			len += 4;
-		if (len == k)
+	for (__u32 k = 2; k <= 7; k++)
+		if (unwind_call_at(b + 8 - k, k))
 			return 1;
-	}
 	return 0;
 }
 
 /* After a scan found a caller (g->pc, g->sp just above its return
  * address): rbp is callee-saved, so it is kept when it points into the
- * stack above; else the callee used it for data, and its prologue pushed
- * the caller's right below the return address: the first of those words
+ * stack above (unwind_scan_bp_kept); else the callee used it for data, and
+ * its prologue pushed the caller's right below the return address: the
+ * first of the words k = 2..7 below (unwind_scan_bp_word, nonzero to stop)
  * that points into the stack above is taken. */
+static __always_inline int unwind_scan_bp_kept(const struct unwind_regs *g)
+{
+	return g->bp > g->sp && g->bp - g->sp <= UNWIND_FP_FRAME_MAX;
+}
+
+static __always_inline int unwind_scan_bp_word(void *ctx, struct unwind_regs *g, __u32 k)
+{
+	__u64 w;
+
+	if (UNWIND_READ(ctx, g->sp - 8 * k, &w))
+		return 1;
+	if (w > g->sp && w - g->sp <= UNWIND_FP_FRAME_MAX) {
+		g->bp = w;
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline void unwind_scan_bp(void *ctx, struct unwind_regs *g)
 {
-	if (g->bp > g->sp && g->bp - g->sp <= UNWIND_FP_FRAME_MAX)
+	if (unwind_scan_bp_kept(g))
 		return;
 UNWIND_UNROLL
-	for (int k = 2; k <= 7; k++) {
-		__u64 w;
-
-		if (UNWIND_READ(ctx, g->sp - 8 * k, &w))
+	for (__u32 k = 2; k <= 7; k++)
+		if (unwind_scan_bp_word(ctx, g, k))
 			break;
-		if (w > g->sp && w - g->sp <= UNWIND_FP_FRAME_MAX) {
-			g->bp = w;
-			break;
-		}
-	}
 }
 
 #endif
