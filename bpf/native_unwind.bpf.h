@@ -282,7 +282,7 @@ VERIFIED_ONCE int after_call(struct scratch *s, __u64 ra)
 	__builtin_memset(b, 0, sizeof(s->code8));
 	if (ra < 8 || bpf_probe_read_user(b, 8, (void *)(ra - 8)))
 		return false;
-	if (b[3] == 0xe8)
+	if (unwind_call_rel32(b))
 		return 1;
 	WALK_LOOP(call_len_step, 6, 6, &c);
 	return b[15];

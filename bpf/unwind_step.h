@@ -132,13 +132,20 @@ static __always_inline int unwind_call_at(const __u8 *op, __u32 k)
 	return len == k;
 }
 
+/* Is the instruction that ends where b[8] would be an E8 rel32 call?  (b as
+ * unwind_code_is_call's) */
+static __always_inline int unwind_call_rel32(const __u8 *b)
+{
+	return b[3] == 0xe8;
+}
+
 /* Is the instruction that ends where b[8] would be a call?  b[0..7] are the
  * 8 bytes before a return address, b[8..15] zero.  E8 rel32, or FF /2 in
  * any of its ModRM forms (register, memory, SIB, disp8, disp32, rip).  (The
  * BPF program runs unwind_call_at as a loop's step, checked once.) */
 static __always_inline int unwind_code_is_call(const __u8 *b)
 {
-	if (b[3] == 0xe8)
+	if (unwind_call_rel32(b))
 		return 1;
 	/* FF, its ModRM (and SIB, displacement) ending at the address: k bytes */
 UNWIND_UNROLL
